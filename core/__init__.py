@@ -1,0 +1,1 @@
+"""Pure domain logic: no I/O, no asyncio, no MCP, no SQLite."""

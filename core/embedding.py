@@ -1,0 +1,134 @@
+"""The Embedder protocol and the pure helpers around it.
+
+Only ``bosun.server.model`` imports fastembed; everything else sees this
+protocol, so tests can inject ``HashEmbedder`` where the test is about logic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of shape [n, d]."""
+
+    def embed(self, texts: Sequence[str]) -> Vectors: ...
+
+    def model_id(self) -> str: ...
+
+    def dimension(self) -> int: ...
+
+    def ready(self) -> bool: ...
+
+
+def l2_normalise(vectors: npt.NDArray[np.floating]) -> Vectors:
+    """Row-normalise; zero rows stay zero instead of becoming NaN."""
+    arr = np.asarray(vectors, dtype=np.float32)
+    if arr.ndim == 1:
+        arr = arr[None, :]
+    norms = np.linalg.norm(arr, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (arr / norms).astype(np.float32, copy=False)
+
+
+def text_key(text: str) -> str:
+    """Content hash used to cache an embedding (model id is kept beside it)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_TOKEN = re.compile(r"[a-z0-9]+")
+
+
+class HashEmbedder:
+    """Deterministic bag-of-hashed-words embedder for tests about logic.
+
+    Texts that share words get similar vectors; it carries no meaning beyond
+    that, so tests about meaning must use the real model.
+    """
+
+    def __init__(self, dim: int = 64) -> None:
+        self._dim = dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        out = np.zeros((len(texts), self._dim), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _TOKEN.findall(text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
+                idx = int.from_bytes(digest[:4], "little") % self._dim
+                sign = 1.0 if digest[4] & 1 else -1.0
+                out[row, idx] += sign
+        return l2_normalise(out)
+
+    def model_id(self) -> str:
+        return f"hash-bow-{self._dim}"
+
+    def dimension(self) -> int:
+        return self._dim
+
+    def ready(self) -> bool:
+        return True
+
+
+class CachingEmbedder:
+    """Wraps an Embedder with an in-memory LRU keyed by content hash.
+
+    Re-embedding the same candidates, policies or chunks costs a dict lookup.
+    """
+
+    def __init__(self, inner: Embedder, max_items: int = 50_000) -> None:
+        self.inner = inner
+        self.max_items = max_items
+        self._cache: OrderedDict[str, Vectors] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        dim = self.inner.dimension()
+        out = np.empty((len(texts), dim), dtype=np.float32)
+        missing: dict[str, list[int]] = {}
+        for i, text in enumerate(texts):
+            key = text_key(text)
+            vec = self._cache.get(key)
+            if vec is None:
+                missing.setdefault(key, []).append(i)
+            else:
+                self._cache.move_to_end(key)
+                out[i] = vec
+                self.hits += 1
+        if missing:
+            keys = list(missing)
+            fresh = self.inner.embed([texts[missing[k][0]] for k in keys])
+            for key, vec in zip(keys, fresh, strict=True):
+                self.put(key, vec)
+                for i in missing[key]:
+                    out[i] = vec
+            self.misses += len(keys)
+        return out
+
+    def get(self, key: str) -> Vectors | None:
+        return self._cache.get(key)
+
+    def put(self, key: str, vec: Vectors) -> None:
+        self._cache[key] = vec
+        self._cache.move_to_end(key)
+        while len(self._cache) > self.max_items:
+            self._cache.popitem(last=False)
+
+    def model_id(self) -> str:
+        return self.inner.model_id()
+
+    def dimension(self) -> int:
+        return self.inner.dimension()
+
+    def ready(self) -> bool:
+        return self.inner.ready()

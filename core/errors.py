@@ -1,0 +1,44 @@
+"""Domain errors. The server layer turns these into MCP ToolErrors.
+
+Every error names the field at fault and what would be accepted, because the
+caller is usually a model that has to fix its own call.
+"""
+
+from __future__ import annotations
+
+
+class BosunError(Exception):
+    """Base class of every error bosun reports to a caller."""
+
+
+class InvalidInput(BosunError):
+    """A caller-supplied value is wrong: names the field and the fix."""
+
+    def __init__(self, field: str, problem: str, accepted: str | None = None) -> None:
+        self.field = field
+        self.problem = problem
+        self.accepted = accepted
+        text = f"{field}: {problem}"
+        if accepted:
+            text += f" (accepted: {accepted})"
+        super().__init__(text)
+
+
+class NotFound(BosunError):
+    """A named thing (ref, task, policy) does not exist."""
+
+    def __init__(self, kind: str, key: str, hint: str | None = None) -> None:
+        self.kind = kind
+        self.key = key
+        text = f"{kind} not found: {key}"
+        if hint:
+            text += f"; {hint}"
+        super().__init__(text)
+
+
+class IntegrityError(BosunError):
+    """Stored bytes no longer match their content address: never return them."""
+
+
+class Conflict(BosunError):
+    """An update was based on a stale version of shared state."""

@@ -1,0 +1,1 @@
+"""The MCP surface, the Engine holding warm state, transports and the CLI."""

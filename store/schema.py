@@ -1,0 +1,49 @@
+"""Forward-only schema migrations, applied in list order and recorded by name.
+
+Add a migration by appending a new ``(name, sql)`` entry at the end; never
+edit or reorder one that has shipped. The schema version is the number of
+migrations applied.
+"""
+
+from __future__ import annotations
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_refs",
+        """
+        CREATE TABLE refs (
+            sha256     TEXT PRIMARY KEY,
+            media_type TEXT NOT NULL,
+            size       INTEGER NOT NULL,
+            data       BLOB NOT NULL,
+            created_at REAL NOT NULL
+        );
+        """,
+    ),
+    (
+        "0002_embeddings",
+        """
+        CREATE TABLE embeddings (
+            model_id TEXT NOT NULL,
+            sha256   TEXT NOT NULL,
+            dim      INTEGER NOT NULL,
+            vec      BLOB NOT NULL,
+            PRIMARY KEY (model_id, sha256)
+        );
+        """,
+    ),
+    (
+        "0003_kv",
+        """
+        CREATE TABLE kv (
+            namespace TEXT NOT NULL,
+            key       TEXT NOT NULL,
+            value     TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (namespace, key)
+        );
+        """,
+    ),
+]
+
+SCHEMA_VERSION = len(MIGRATIONS)
