@@ -48,6 +48,10 @@ class _EngineHolder:
         async with self.lock:
             if self.refs == 0:
                 await self.engine.open()
+                for module in TOOL_MODULES:
+                    on_open = getattr(module, "on_open", None)
+                    if on_open is not None:
+                        await on_open(self.engine)
             self.refs += 1
         try:
             yield self.engine
