@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -127,6 +128,7 @@ class _Health(http.server.BaseHTTPRequestHandler):
         pass
 
 
+@contextmanager
 def _serve(status: int) -> Iterator[int]:
     handler = type("Handler", (_Health,), {"status": status})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -148,12 +150,8 @@ def _run_probe(parsed: list[tuple[str, str]], port: int) -> subprocess.Completed
 
 @pytest.mark.parametrize(("status", "expected"), [(200, 0), (503, 1), (500, 1)])
 def test_healthcheck_probe_reads_healthz(parsed: list[tuple[str, str]], status: int, expected: int) -> None:
-    gen = _serve(status)
-    port = next(gen)
-    try:
+    with _serve(status) as port:
         result = _run_probe(parsed, port)
-    finally:
-        gen.close()
     assert result.returncode == expected, result.stderr
 
 
