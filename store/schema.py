@@ -44,6 +44,28 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "tasks_0001",
+        """
+        CREATE TABLE tasks (
+            task_id    TEXT PRIMARY KEY,
+            objective  TEXT NOT NULL,
+            status     TEXT NOT NULL,
+            version    INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        );
+        CREATE TABLE task_events (
+            task_id      TEXT NOT NULL,
+            seq          INTEGER NOT NULL,
+            kind         TEXT NOT NULL,
+            payload_json TEXT NOT NULL,
+            agent        TEXT,
+            created_at   REAL NOT NULL,
+            PRIMARY KEY (task_id, seq)
+        ) WITHOUT ROWID;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -1,0 +1,167 @@
+"""The task journal: append-only events per task, with optimistic concurrency.
+
+``task_events`` is the source of truth; ``tasks`` is an index (objective,
+status, version) kept in step by triggers, so every append is ONE SQL statement
+and therefore atomic on the shared autocommit connection (no BEGIN/COMMIT that
+another coroutine's statements could slip into). Triggers also make the journal
+append-only (UPDATE/DELETE abort) and gap-free: an event whose seq is not
+``last seq + 1`` aborts, which is how a stale ``expected_version`` is caught even
+across processes that share the database file.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import aiosqlite
+
+from bosun.core.errors import Conflict
+from bosun.core.task_state import Event
+
+# one statement each (the migration runner splits on ';', so triggers live here, idempotent)
+_TRIGGERS = (
+    """CREATE TRIGGER IF NOT EXISTS task_events_gap_free BEFORE INSERT ON task_events
+    WHEN NEW.seq != (SELECT COALESCE(MAX(seq), 0) + 1 FROM task_events WHERE task_id = NEW.task_id)
+    BEGIN SELECT RAISE(ABORT, 'task_events: stale or out-of-order seq'); END""",
+    """CREATE TRIGGER IF NOT EXISTS task_events_started AFTER INSERT ON task_events
+    WHEN NEW.kind = 'task_started'
+    BEGIN
+        INSERT INTO tasks (task_id, objective, status, version, created_at, updated_at)
+        VALUES (NEW.task_id, COALESCE(json_extract(NEW.payload_json, '$.objective'), ''), 'open',
+                NEW.seq, NEW.created_at, NEW.created_at);
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS task_events_version AFTER INSERT ON task_events
+    WHEN NEW.kind != 'task_started'
+    BEGIN
+        UPDATE tasks SET version = NEW.seq, updated_at = NEW.created_at,
+            status = CASE WHEN NEW.kind = 'task_closed'
+                          THEN COALESCE(json_extract(NEW.payload_json, '$.status'), 'done')
+                          ELSE status END
+        WHERE task_id = NEW.task_id;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS task_events_no_update BEFORE UPDATE ON task_events
+    BEGIN SELECT RAISE(ABORT, 'task_events is append-only'); END""",
+    """CREATE TRIGGER IF NOT EXISTS task_events_no_delete BEFORE DELETE ON task_events
+    BEGIN SELECT RAISE(ABORT, 'task_events is append-only'); END""",
+)
+
+# SQLite's bound-parameter limit is 32766; 6 per row
+_MAX_ROWS = 5000
+
+
+@dataclass(frozen=True)
+class NewEvent:
+    """An event not yet numbered: the store assigns seq."""
+
+    kind: str
+    payload: Mapping[str, Any]
+    agent: str | None = None
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    task_id: str
+    objective: str
+    status: str
+    version: int
+    created_at: float
+    updated_at: float
+
+
+class TaskStore(Protocol):
+    """Persistence of task journals (SQLite now; PostgreSQL is the planned second backend)."""
+
+    async def setup(self) -> None: ...
+
+    async def append(self, task_id: str, events: Sequence[NewEvent], expected_version: int) -> list[Event]:
+        """Append after ``expected_version`` (0 for a new task), all or nothing; Conflict if stale."""
+        ...
+
+    async def events(self, task_id: str, since_seq: int = 0) -> list[Event]: ...
+
+    async def version(self, task_id: str) -> int | None: ...
+
+    async def task(self, task_id: str) -> TaskRow | None: ...
+
+    async def list_tasks(self, status: str | None = None, limit: int = 50) -> list[TaskRow]: ...
+
+
+def _dump(payload: Mapping[str, Any]) -> str:
+    return json.dumps(dict(payload), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+class SQLiteTaskStore:
+    """Task journal in the bosun SQLite database (shared autocommit connection)."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+
+    async def setup(self) -> None:
+        for sql in _TRIGGERS:
+            await self.conn.execute(sql)
+
+    async def append(self, task_id: str, events: Sequence[NewEvent], expected_version: int) -> list[Event]:
+        if not events:
+            return []
+        if len(events) > _MAX_ROWS:
+            raise ValueError(f"at most {_MAX_ROWS} events per append")
+        now = time.time()
+        out = [
+            Event(task_id=task_id, seq=expected_version + i + 1, kind=e.kind, payload=dict(e.payload),
+                  agent=e.agent, created_at=now)
+            for i, e in enumerate(events)
+        ]
+        params: list[Any] = []
+        for ev in out:
+            params += [ev.task_id, ev.seq, ev.kind, _dump(ev.payload), ev.agent, ev.created_at]
+        sql = ("INSERT INTO task_events (task_id, seq, kind, payload_json, agent, created_at) VALUES "
+               + ",".join(["(?, ?, ?, ?, ?, ?)"] * len(out)))
+        try:
+            await self.conn.execute(sql, params)
+        except sqlite3.IntegrityError as exc:
+            raise Conflict(f"task {task_id}: version {expected_version} is stale ({exc})") from exc
+        await self.conn.commit()  # no-op in autocommit mode; explicit for other isolation levels
+        return out
+
+    async def events(self, task_id: str, since_seq: int = 0) -> list[Event]:
+        async with self.conn.execute(
+            "SELECT seq, kind, payload_json, agent, created_at FROM task_events "
+            "WHERE task_id = ? AND seq > ? ORDER BY seq",
+            (task_id, since_seq),
+        ) as cur:
+            rows = await cur.fetchall()
+        return [
+            Event(task_id=task_id, seq=int(r[0]), kind=str(r[1]), payload=json.loads(r[2]), agent=r[3],
+                  created_at=float(r[4]))
+            for r in rows
+        ]
+
+    async def version(self, task_id: str) -> int | None:
+        async with self.conn.execute("SELECT MAX(seq) FROM task_events WHERE task_id = ?", (task_id,)) as cur:
+            row = await cur.fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    async def task(self, task_id: str) -> TaskRow | None:
+        async with self.conn.execute(
+            "SELECT task_id, objective, status, version, created_at, updated_at FROM tasks WHERE task_id = ?",
+            (task_id,),
+        ) as cur:
+            row = await cur.fetchone()
+        return None if row is None else TaskRow(str(row[0]), str(row[1]), str(row[2]), int(row[3]),
+                                                 float(row[4]), float(row[5]))
+
+    async def list_tasks(self, status: str | None = None, limit: int = 50) -> list[TaskRow]:
+        sql = "SELECT task_id, objective, status, version, created_at, updated_at FROM tasks"
+        args: tuple[Any, ...] = ()
+        if status:
+            sql += " WHERE status = ?"
+            args = (status,)
+        sql += " ORDER BY updated_at DESC LIMIT ?"
+        async with self.conn.execute(sql, (*args, int(limit))) as cur:
+            rows = await cur.fetchall()
+        return [TaskRow(str(r[0]), str(r[1]), str(r[2]), int(r[3]), float(r[4]), float(r[5])) for r in rows]

@@ -1,0 +1,105 @@
+"""Task journal basics: start, append, optimistic concurrency, replay, the seal recomputed by hand."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import unicodedata
+
+import pytest
+
+from bosun.core.errors import InvalidInput, NotFound
+from bosun.core.task_state import rebuild
+from bosun.server.engine import Engine
+from bosun.server.tasks import VersionConflict, tasks_of
+
+
+@pytest.fixture
+async def opened(engine: Engine):  # type: ignore[no-untyped-def]
+    await engine.open()
+    yield engine
+    await engine.close()
+
+
+async def test_start_append_and_replay(opened: Engine) -> None:
+    svc = tasks_of(opened)
+    st = await svc.start("fix the profile bug", constraints=["no network"], plan=["reproduce", "fix", "test"],
+                         agent="a1")
+    assert st.version == 1 and st.remaining == ["reproduce", "fix", "test"]
+    st = await svc.append(st.task_id, "step_started", {"step": "reproduce"}, agent="a1", expected_version=1)
+    st = await svc.append_many(st.task_id, [("step_completed", {"step": "reproduce"}),
+                                            ("decision_added", {"text": "patch $PROFILE loader"})], agent="a2")
+    assert st.version == 4 and st.completed == ["reproduce"] and st.decisions == ["patch $PROFILE loader"]
+    events = await svc.events(st.task_id)
+    assert [e.seq for e in events] == [1, 2, 3, 4]
+    assert rebuild(events).to_dict() == st.to_dict()
+    assert (await svc.events(st.task_id, since_seq=3))[0].kind == "decision_added"
+
+
+async def test_stale_version_is_a_conflict_with_the_current_seal(opened: Engine) -> None:
+    svc = tasks_of(opened)
+    st = await svc.start("objective")
+    await svc.append(st.task_id, "constraint_added", {"text": "c1"}, expected_version=1)
+    with pytest.raises(VersionConflict) as info:
+        await svc.append(st.task_id, "constraint_added", {"text": "c2"}, expected_version=1)
+    now = await svc.get(st.task_id)
+    assert info.value.current == 2 and info.value.seal == now.seal and now.seal in str(info.value)
+    assert now.constraints == ["c1"]
+
+
+async def test_bad_input(opened: Engine) -> None:
+    svc = tasks_of(opened)
+    with pytest.raises(NotFound):
+        await svc.get("t_nope")
+    st = await svc.start("objective")
+    with pytest.raises(InvalidInput, match="objective"):
+        await svc.append(st.task_id, "task_started", {"objective": "other"})
+    await svc.append(st.task_id, "task_closed", {"status": "done"})
+    with pytest.raises(InvalidInput, match="closed"):
+        await svc.manifest(st.task_id)
+
+
+def _norm(t: str) -> str:
+    t = unicodedata.normalize("NFC", t).replace("\r\n", "\n").replace("\r", "\n")
+    return "\n".join(line.rstrip(" \t") for line in t.split("\n")).strip("\n")
+
+
+def recompute_seal(objective: str, plan: list[str], constraints: list[str], decisions: list[str],
+                   head_sha: str = "", rules_sha: str = "", contract_sha: str = "") -> str:
+    """The README's recipe, written independently of core/seal.py."""
+    def h(x: object) -> str:
+        return hashlib.sha256(json.dumps(x, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
+    def cat(a: str, b: str) -> str:
+        return hashlib.sha256((a + b).encode()).hexdigest()
+    head = h(["bosun.head/1", head_sha, rules_sha])
+    zone_b = h(["bosun.zoneB/1", _norm(objective), [_norm(s) for s in plan], contract_sha])
+    tail = h(["bosun.tail/1", [_norm(c) for c in constraints], [_norm(d) for d in decisions]])
+    return cat(cat(head, zone_b), tail)
+
+
+async def test_seal_recomputes_from_the_documented_recipe(opened: Engine) -> None:
+    svc = tasks_of(opened)
+    st = await svc.start("Corriger le bogue du profil\r\n  ", constraints=["ne pas toucher tests/ "],
+                         plan=["e\u0301tape 1", "step 2"])
+    head_text = "You are a coding agent.\r\nBe brief.   \n"
+    res = await svc.record_head(st.task_id, "head", head_text)
+    st = await svc.append(st.task_id, "decision_added", {"text": "use UTF-8"})
+    head_sha = hashlib.sha256(_norm(head_text).encode()).hexdigest()
+    assert res["sha256"] == head_sha
+    expected = recompute_seal("Corriger le bogue du profil", ["\u00e9tape 1", "step 2"],
+                              ["ne pas toucher tests/"], ["use UTF-8"], head_sha=head_sha)
+    assert st.seal == expected
+    assert (await svc.manifest(st.task_id)).endswith("SEAL=sha256:" + expected)
+
+
+async def test_record_head_reports_volatile_tokens(opened: Engine) -> None:
+    svc = tasks_of(opened)
+    st = await svc.start("objective")
+    res = await svc.record_head(st.task_id, "head", "System. Today is 2026-11-29T12:00:05Z.\n"
+                                "session id: 3f2a9c1e-1b2c-4d5e-8f90-123456789abc turn 7")
+    kinds = [v["kind"] for v in res["volatile"]]
+    assert kinds == ["timestamp", "uuid", "counter"]
+    assert res["volatile"][0]["line"] == 1 and res["volatile"][1]["line"] == 2
+    again = await svc.record_head(st.task_id, "head", "System. Today is 2026-11-29T12:00:05Z.\n"
+                                  "session id: 3f2a9c1e-1b2c-4d5e-8f90-123456789abc turn 7")
+    assert again["changed"] is False and again["version"] == res["version"]
