@@ -161,10 +161,9 @@ class Engine:
                 await self._embedding_store.put_many(emb.model_id(), zip(first, fresh, strict=True))
         out = np.empty((len(texts), emb.dimension()), dtype=np.float32)
         for i, key in enumerate(keys):
-            vec = emb.get(key)
-            if vec is None:  # evicted between put and read under a tiny LRU: recompute
-                vec = emb.inner.embed([texts[i]])[0]
-            out[i] = vec
+            cached = emb.get(key)
+            # evicted between put and read under a tiny LRU: recompute
+            out[i] = cached if cached is not None else emb.inner.embed([texts[i]])[0]
         return out
 
     def health(self) -> dict[str, Any]:

