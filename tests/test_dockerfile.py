@@ -15,6 +15,7 @@ import socket
 import subprocess
 import sys
 import threading
+import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -161,3 +162,16 @@ def test_healthcheck_probe_fails_when_nothing_listens(parsed: list[tuple[str, st
         port = sock.getsockname()[1]  # bound but not listening: connection refused
         result = _run_probe(parsed, port)
     assert result.returncode == 1, result.stderr
+
+
+def test_every_package_folder_is_installed_by_pip() -> None:
+    """The image runs ``pip install .`` (not editable): a package missing from pyproject is absent there."""
+    setuptools_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(setuptools_cfg["packages"])
+    found = set()
+    for dotted, folder in setuptools_cfg["package-dir"].items():
+        for init in (ROOT / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(ROOT / folder)
+            if "__pycache__" not in rel.parts:
+                found.add(".".join([dotted, *rel.parts]))
+    assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
