@@ -28,6 +28,12 @@ def real_model_factory(config: Config):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
+def anyio_backend() -> str:
+    """Async tests and fixtures run under anyio (auto mode, see pyproject) on asyncio."""
+    return "asyncio"
+
+
+@pytest.fixture
 def home(tmp_path: Path) -> Path:
     return tmp_path / "bosun-home"
 
