@@ -222,11 +222,12 @@ class TaskService:
             self._states[task_id] = state
             return state
 
-    async def record_head(self, task_id: str, kind: str, text: str, agent: str | None = None) -> dict[str, Any]:
-        """Record the system head, rules or tool contract: store it as a ref, journal it, report volatile tokens.
+    async def head_event(
+        self, state: TaskState, kind: str, text: str
+    ) -> tuple[tuple[str, dict[str, Any]] | None, dict[str, Any]]:
+        """Store a head/rules/contract text as a ref and prepare its journal event (None when unchanged).
 
-        Returns ``{kind, ref, sha256, tokens, changed, volatile: [{kind, text, start, end, line, column}],
-        volatile_count, verdict, seal, version}``. Recording the same text again appends nothing.
+        Split from ``record_head`` so a caller can journal it atomically with other events.
         """
         if kind not in HEAD_KINDS:
             raise InvalidInput("kind", f"unknown head kind {kind!r}", ", ".join(HEAD_KINDS))
@@ -236,19 +237,27 @@ class TaskService:
         digest = text_sha(text)
         tokens = estimate_tokens(canonical)
         found = find_volatile(text)
-        state = await self.get(task_id)
         current = {"head": state.head, "contract": state.contract, "rules": state.rules}[kind]
         changed = not current or current.get("sha256") != digest
         ref = await self.engine.refs.put(canonical.encode("utf-8"), "text/plain; charset=utf-8")
-        if changed:
-            state = await self.append(task_id, HEAD_KINDS[kind],
-                                      {"sha256": digest, "tokens": tokens, "ref": ref, "volatile_count": len(found)},
-                                      agent=agent)
-        return {
-            "kind": kind, "ref": ref, "sha256": digest, "tokens": tokens, "changed": changed,
-            "volatile": [v.to_dict() for v in found], "volatile_count": len(found),
-            "seal": SEAL_PREFIX + state.seal, "version": state.version,
-        }
+        event = (HEAD_KINDS[kind], {"sha256": digest, "tokens": tokens, "ref": ref,
+                                    "volatile_count": len(found)}) if changed else None
+        report = {"kind": kind, "ref": ref, "sha256": digest, "tokens": tokens, "changed": changed,
+                  "volatile": [v.to_dict() for v in found], "volatile_count": len(found)}
+        return event, report
+
+    async def record_head(self, task_id: str, kind: str, text: str, agent: str | None = None) -> dict[str, Any]:
+        """Record the system head, rules or tool contract: store it as a ref, journal it, report volatile tokens.
+
+        Returns ``{kind, ref, sha256, tokens, changed, volatile: [{kind, text, start, end, line, column}],
+        volatile_count, seal, version}``. Recording the same text again appends nothing.
+        """
+        state = await self.get(task_id)
+        event, report = await self.head_event(state, kind, text)
+        if event is not None:
+            state = await self.append(task_id, event[0], event[1], agent=agent)
+        report.update(seal=SEAL_PREFIX + state.seal, version=state.version)
+        return report
 
     async def list_tasks(self, status: str | None = None, limit: int = 50) -> list[dict[str, Any]]:
         store = await self.store()

@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from bosun.server.tools import recall
+from bosun.server.tools import plan, recall
 
-TOOL_MODULES: list[ModuleType] = [recall]
+TOOL_MODULES: list[ModuleType] = [recall, plan]
