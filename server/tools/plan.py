@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any, Literal
 
+from mcp import MCPError
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from bosun.core.errors import InvalidInput
+from bosun.core.errors import BosunError, InvalidInput
 from bosun.core.manifest import budget_status, build_manifest
 from bosun.core.pressure import DECLARABLE, pressure
-from bosun.core.seal import hashes
+from bosun.core.seal import SEAL_PREFIX, hashes
 from bosun.core.task_state import MEMORY_SCOPES, TaskState
 from bosun.core.tokens import estimate_tokens
 from bosun.server.errors import tool_errors
@@ -27,7 +28,8 @@ from bosun.server.tasks import TaskService, check_text, tasks_of
 
 PlanMode = Literal["start", "update", "resume", "status"]
 CLOSE_STATUSES = ("done", "failed", "abandoned")
-RESUME_RECENT = 12  # recent journal entries shown by resume
+RESUME_RECENT = 12
+INVALID_PARAMS = -32602  # recent journal entries shown by resume
 
 
 def _texts(field: str, values: list[str] | None) -> list[str]:
@@ -113,7 +115,7 @@ def _summary(payload: Any, limit: int = 120) -> str:
 
 def _base(state: TaskState, drift: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {"task_id": state.task_id, "version": state.version, "status": state.status,
-                           "seal": drift["seal"], "drift": drift}
+                           "seal": SEAL_PREFIX + state.seal, "drift": drift}
     if not state.closed:
         out["manifest"] = build_manifest(state)
     return out
@@ -178,6 +180,11 @@ def resume_prompt(state: TaskState) -> str:
     lines += ["", f"Next: update the plan with plan(mode='update', task_id='{state.task_id}', "
                   f"based_on_version={state.version}, seal=<SEAL>, ...)."]
     return "\n".join(lines)
+
+
+def _resource_error(exc: BosunError) -> MCPError:
+    """Resources cannot return a tool error; a JSON-RPC error keeps the message (the SDK hides others)."""
+    return MCPError(INVALID_PARAMS, str(exc))
 
 
 def register(mcp: MCPServer[Any]) -> None:
@@ -269,13 +276,19 @@ def register(mcp: MCPServer[Any]) -> None:
     @mcp.resource("bosun://task/{task_id}/manifest", mime_type="text/plain")
     async def task_manifest(task_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """The sealed manifest of an open task."""
-        return await tasks_of(engine_of(ctx)).manifest(task_id)
+        try:
+            return await tasks_of(engine_of(ctx)).manifest(task_id)
+        except BosunError as exc:
+            raise _resource_error(exc) from exc
 
     @mcp.resource("bosun://task/{task_id}/status", mime_type="application/json")
     async def task_status(task_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """Context pressure by zone, budget, plan progress and the zone hashes."""
         svc = tasks_of(engine_of(ctx))
-        state = await svc.get(task_id)
+        try:
+            state = await svc.get(task_id)
+        except BosunError as exc:
+            raise _resource_error(exc) from exc
         body = {"task_id": state.task_id, "version": state.version, "status": state.status, "seal": state.seal}
         body.update(await status_view(svc, state))
         return json.dumps(body, ensure_ascii=False, sort_keys=True)
@@ -283,4 +296,7 @@ def register(mcp: MCPServer[Any]) -> None:
     @mcp.prompt(name="task-resume", title="Resume a task")
     async def task_resume(task_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """A clean recovery template filled from the task's journal."""
-        return resume_prompt(await tasks_of(engine_of(ctx)).get(task_id))
+        try:
+            return resume_prompt(await tasks_of(engine_of(ctx)).get(task_id))
+        except BosunError as exc:
+            raise _resource_error(exc) from exc
