@@ -1,0 +1,441 @@
+"""A structural outline of a payload, chosen by what the content is.
+
+The outline is what an agent keeps in its prompt instead of an offloaded
+result, so it must carry what the agent acts on next: the failing test names
+and the summary of a test run, the error lines of a log, the symbols (with
+line numbers) of a source file, the keys and shapes of JSON, the columns of a
+table, the files of a grep, the head and tail of plain text. Each outline fits
+a token budget and comes with the recall calls that fetch more.
+
+Whole-payload passes use only literal searches; line-level work runs on a
+bounded window (head and tail) so a megabyte outlines in a few milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from bosun.core.tokens import estimate_tokens
+
+WINDOW_HEAD = 192_000  # characters examined line by line at the start ...
+WINDOW_TAIL = 64_000  # ... and at the end of a large payload
+MAX_LINE = 240  # outline lines are cut to this many characters
+
+
+@dataclass
+class Outline:
+    """``kind`` names the detected content; ``lines`` is the outline text; ``hints`` are recall calls."""
+
+    kind: str
+    lines: list[str]
+    hints: list[dict[str, Any]] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+# -- helpers ---------------------------------------------------------------------------------------
+
+def _clip(line: str, n: int = MAX_LINE) -> str:
+    line = line.rstrip()
+    return line if len(line) <= n else line[: n - 1] + "…"
+
+
+def _fit(lines: list[str], budget: int) -> list[str]:
+    """Keep lines in order while the total stays within ``budget`` tokens."""
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        cost = estimate_tokens(line) + 1
+        if used + cost > budget and out:
+            out.append(f"… (+{len(lines) - len(out)} more outline lines; use recall)")
+            break
+        out.append(line)
+        used += cost
+    return out
+
+
+class _Lines:
+    """Numbered lines of the head and tail windows of a text (1-based numbers)."""
+
+    def __init__(self, text: str) -> None:
+        self.total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        if len(text) <= WINDOW_HEAD + WINDOW_TAIL:
+            self.head = text.splitlines()
+            self.tail_start = len(self.head) + 1
+            self.tail: list[str] = []
+        else:
+            head = text[:WINDOW_HEAD]
+            head = head[: head.rfind("\n") + 1] or head
+            self.head = head.splitlines()
+            tail = text[-WINDOW_TAIL:]
+            tail = tail[tail.find("\n") + 1 :]
+            self.tail = tail.splitlines()
+            self.tail_start = self.total - len(self.tail) + 1
+        self.complete = not self.tail and len(self.head) >= self.total
+
+    def numbered(self) -> list[tuple[int, str]]:
+        return list(enumerate(self.head, 1)) + [(self.tail_start + i, s) for i, s in enumerate(self.tail)]
+
+
+def line_number_at(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _line_at(text: str, pos: int) -> str:
+    lo = text.rfind("\n", 0, pos) + 1
+    hi = text.find("\n", pos)
+    return text[lo : hi if hi >= 0 else len(text)]
+
+
+# -- detection -------------------------------------------------------------------------------------
+
+_PYTEST_SUMMARY = re.compile(r"^=+ .*\b(?:passed|failed|error|errors|skipped|xfailed|deselected|no tests ran)\b.* in [\d.]+s.*=+$", re.M)
+_UNITTEST_RAN = re.compile(r"^Ran (\d+) tests? in [\d.]+s$", re.M)
+_UNITTEST_RESULT = re.compile(r"^(?:OK|FAILED)(?: \(.*\))?$", re.M)
+_TEST_LINE = re.compile(r"^(?:FAILED|ERROR|FAIL:|ERROR:|XPASS|PASSED) |^(?:FAIL|ERROR): \w", re.M)
+_GREP_LINE = re.compile(r"^[^\s:]+:\d+[:-]")
+_PATH_LINE = re.compile(r"^\.{0,2}/?[\w.@+\-]+(?:/[\w.@+\-]+)+/?$|^[\w.@+\-]+\.\w{1,6}$")
+_DIFF = re.compile(r"^(?:diff --git |--- a/|\+\+\+ b/|@@ -\d)", re.M)
+_LOG_LEVEL = re.compile(r"\b(CRITICAL|FATAL|ERROR|WARN(?:ING)?|INFO|DEBUG|TRACE)\b")
+_CODE_LINE = re.compile(
+    r"^\s*(?:(?:async\s+)?def |class |import |from \S+ import |function |const |let |var |export |"
+    r"func |package |type \w+ |fn |pub |impl |struct |enum |#include|public |private |protected |static |return\b|if .*[:{]$|\}|@\w)"
+)
+_NUMBERED = re.compile(r"^\s*\d+[\t:│|] ?")
+
+
+def detect_kind(text: str, command: str | None = None) -> str:
+    """Name what ``text`` is: binary, json, jsonl, test, diff, grep, paths, log, code, table or text."""
+    sample = text[:16_000]
+    if "\x00" in sample or sample.count("\ufffd") > max(8, len(sample) // 50):
+        return "binary"
+    stripped = sample.lstrip()
+    if stripped[:1] in "{[":
+        if _json_or_none(text) is not None:
+            return "json"
+        first = [ln for ln in sample.splitlines()[:20] if ln.strip()]
+        if len(first) >= 2 and all(ln.lstrip().startswith("{") for ln in first[:-1]):
+            try:
+                json.loads(first[0])
+                return "jsonl"
+            except ValueError:
+                pass
+    head = text[:WINDOW_HEAD]
+    if (
+        _PYTEST_SUMMARY.search(text[-8000:]) or _UNITTEST_RAN.search(text[-8000:])
+        or "test session starts" in head or len(_TEST_LINE.findall(head)) >= 2
+    ):
+        return "test"
+    if len(_DIFF.findall(sample)) >= 2:
+        return "diff"
+    lines = [ln for ln in sample.splitlines()[:200] if ln.strip()]
+    if not lines:
+        return "text"
+    n = len(lines)
+    if sum(1 for ln in lines if _GREP_LINE.match(ln)) >= 0.6 * n and n >= 2:
+        return "grep"
+    if sum(1 for ln in lines if _PATH_LINE.match(ln.strip())) >= 0.7 * n and n >= 3:
+        return "paths"
+    if "Traceback (most recent call last)" in head or sum(1 for ln in lines if _LOG_LEVEL.search(ln)) >= 0.3 * n:
+        return "log"
+    numbered = sum(1 for ln in lines if _NUMBERED.match(ln))
+    codeish = sum(1 for ln in lines if _CODE_LINE.match(_NUMBERED.sub("", ln, count=1)))
+    if n >= 5 and (codeish >= 0.15 * n or (numbered >= 0.8 * n and codeish >= 1)):
+        return "code"
+    if _table_columns(lines) is not None:
+        return "table"
+    return "text"
+
+
+def _json_or_none(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+# -- builders --------------------------------------------------------------------------------------
+
+def build_outline(text: str, budget: int = 160, command: str | None = None, kind: str | None = None) -> Outline:
+    """The outline of ``text`` within ``budget`` tokens (kind detected unless given)."""
+    kind = kind or detect_kind(text, command)
+    builder = _BUILDERS.get(kind, _text)
+    out = builder(text)
+    out.kind = kind
+    out.lines = _fit(out.lines, budget)
+    return out
+
+
+def _text(text: str) -> Outline:
+    lines = _Lines(text)
+    rows = lines.head
+    if lines.total <= 12 and lines.complete:
+        shown = [_clip(s) for s in rows]
+    else:
+        tail = lines.tail or rows[len(rows) - min(len(rows), 6) :]
+        first = [f"{i}: {_clip(s, 160)}" for i, s in enumerate(rows[:6], 1) if s.strip()]
+        start = lines.total - len(tail[-4:]) + 1
+        last = [f"{start + i}: {_clip(s, 160)}" for i, s in enumerate(tail[-4:]) if s.strip()]
+        shown = [*first, "…", *last]
+    return Outline("text", shown, [{"op": "range", "start": 1, "end": min(lines.total, 80)}])
+
+
+def _test(text: str) -> Outline:
+    out: list[str] = []
+    facts: dict[str, Any] = {}
+    tail = text[-8000:]
+    summary = _PYTEST_SUMMARY.findall(tail)
+    if summary:
+        out.append(_clip(summary[-1].strip("= ")))
+        facts["summary"] = summary[-1].strip("= ")
+    ran = _UNITTEST_RAN.findall(tail)
+    if ran:
+        res = _UNITTEST_RESULT.findall(tail)
+        line = f"Ran {ran[-1]} tests" + (f": {res[-1]}" if res else "")
+        out.append(line)
+        facts["summary"] = line
+    failures: list[str] = []
+    seen: set[str] = set()
+    for m in _TEST_LINE.finditer(text):
+        line = _line_at(text, m.start())
+        if line.startswith("PASSED") or line in seen:
+            continue
+        seen.add(line)
+        failures.append(line)
+    facts["failures"] = len(failures)
+    out.extend(_clip(f, 200) for f in failures[:25])
+    errors = _first_error_lines(text, 6)
+    out.extend(f"{n}: {_clip(s, 200)}" for n, s in errors if not any(s.strip() in f for f in failures[:25]))
+    hints: list[dict[str, Any]] = [{"op": "grep", "pattern": r"^(FAILED|ERROR|FAIL:)|^E  ", "context": 0}]
+    if errors:
+        hints.append({"op": "range", "start": max(1, errors[0][0] - 20), "end": errors[0][0] + 5})
+    return Outline("test", out or _text(text).lines, hints, facts)
+
+
+_ERROR_NEEDLES = ("error", "exception", "traceback", "fail", "fatal", "panic")
+_ERROR_LINE = re.compile(
+    r"^(?:E\s{2,}.*|\w+(?:\.\w+)*(?:Error|Exception|Warning|Interrupt|Exit)\b.*|.*\b(?:ERROR|FATAL|CRITICAL|panic:)\b.*|"
+    r"Traceback \(most recent call last\):|.*error(?:\[\w+\])?: .*)$"
+)
+
+
+def _first_error_lines(text: str, limit: int) -> list[tuple[int, str]]:
+    """(line number, line) of distinct error-looking lines, found by literal search."""
+    lowered_ok = text.isascii()
+    hay = text.lower() if lowered_ok else text
+    found: dict[str, int] = {}
+    positions: list[int] = []
+    for needle in _ERROR_NEEDLES:
+        start = 0
+        while len(positions) < 4000:
+            i = hay.find(needle, start)
+            if i < 0:
+                break
+            positions.append(i)
+            start = hay.find("\n", i)
+            if start < 0:
+                break
+    for pos in sorted(positions):
+        line = _line_at(text, pos)
+        key = line.strip()
+        if key in found or not _ERROR_LINE.match(key):
+            continue
+        found[key] = pos
+        if len(found) >= limit * 4:
+            break
+    ranked = sorted(found.items(), key=lambda kv: kv[1])
+    # prefer the final exception lines over "Traceback" headers
+    chosen = [kv for kv in ranked if not kv[0].startswith("Traceback")][:limit] or ranked[:limit]
+    return [(line_number_at(text, pos), line) for line, pos in chosen]
+
+
+def _log(text: str) -> Outline:
+    lines = _Lines(text)
+    levels: Counter[str] = Counter()
+    for _, s in lines.numbered():
+        m = _LOG_LEVEL.search(s)
+        if m:
+            levels[m.group(1).replace("WARNING", "WARN")] += 1
+    out = [f"{lines.total} lines" + ("" if not levels else ", levels " + ", ".join(f"{k}={v}" for k, v in levels.most_common()))]
+    errors = _first_error_lines(text, 8)
+    out.extend(f"{n}: {_clip(s, 200)}" for n, s in errors)
+    if not errors:
+        out.extend(_text(text).lines)
+    hints: list[dict[str, Any]] = [{"op": "aggregate", "pattern": r"(?i)error|exception|fail"}]
+    if errors:
+        hints.append({"op": "range", "start": max(1, errors[-1][0] - 15), "end": errors[-1][0] + 3})
+    return Outline("log", out, hints, {"levels": dict(levels), "errors": len(errors)})
+
+
+_PY_SYM = re.compile(r"^(\s*)(?:async\s+)?(def|class)\s+(\w+)")
+_OTHER_SYM = re.compile(
+    r"^(\s*)(?:export\s+)?(?:default\s+)?(?:pub(?:\(\w+\))?\s+)?(?:async\s+)?"
+    r"(function\*?|class|interface|func|fn|struct|enum|trait|impl|type|const|module)\s+([A-Za-z_$][\w$]*)"
+)
+
+
+def _code(text: str) -> Outline:
+    lines = _Lines(text)
+    syms: list[tuple[int, int, str]] = []
+    for n, raw in lines.numbered():
+        s = raw
+        m0 = _NUMBERED.match(s)
+        if m0:
+            num = re.match(r"\s*(\d+)", s)
+            n = int(num.group(1)) if num else n
+            s = s[m0.end() :]
+        m = _PY_SYM.match(s) or _OTHER_SYM.match(s)
+        if m:
+            depth = len(m.group(1).expandtabs(4)) // 4
+            syms.append((n, depth, f"{m.group(2)} {m.group(3)}"))
+    out = [f"{lines.total} lines, {len(syms)} symbols"]
+    # top-level symbols first, nested ones while the budget lasts (order kept by line)
+    top = [s for s in syms if s[1] == 0]
+    nested = [s for s in syms if s[1] > 0]
+    chosen = sorted(top[:60] + nested[: max(0, 80 - len(top[:60]))])
+    out.extend(f"{n}: {'  ' * min(d, 3)}{name}" for n, d, name in chosen)
+    hints: list[dict[str, Any]] = [{"op": "range", "start": 1, "end": min(lines.total, 60)}]
+    if syms:
+        hints.append({"op": "grep", "pattern": r"^\s*(def|class) ", "context": 0})
+    return Outline("code", out, hints, {"symbols": len(syms)})
+
+
+def _grep(text: str) -> Outline:
+    lines = _Lines(text)
+    files: Counter[str] = Counter()
+    for _, s in lines.numbered():
+        m = _GREP_LINE.match(s)
+        if m:
+            files[s.split(":", 1)[0]] += 1
+    out = [f"{lines.total} matching lines in {len(files)}{'+' if not lines.complete else ''} files"]
+    out.extend(f"{c:>4} {f}" for f, c in files.most_common(30))
+    return Outline("grep", out, [{"op": "grep", "pattern": "<path or word>", "context": 0}], {"files": len(files)})
+
+
+def _paths(text: str) -> Outline:
+    lines = _Lines(text)
+    dirs: Counter[str] = Counter()
+    exts: Counter[str] = Counter()
+    for _, s in lines.numbered():
+        s = s.strip()
+        d, _, base = s.rpartition("/")
+        dirs[d or "."] += 1
+        if "." in base:
+            exts[base.rsplit(".", 1)[1]] += 1
+    out = [f"{lines.total} paths in {len(dirs)} directories; types " + ", ".join(f".{e}={c}" for e, c in exts.most_common(6))]
+    out.extend(f"{c:>4} {d}/" for d, c in dirs.most_common(20))
+    return Outline("paths", out, [{"op": "grep", "pattern": "<name>", "context": 0}], {"paths": lines.total})
+
+
+def _diff(text: str) -> Outline:
+    lines = _Lines(text)
+    files: dict[str, list[int]] = {}
+    current = "?"
+    for _, s in lines.numbered():
+        if s.startswith("+++ "):
+            current = s[4:].removeprefix("b/")
+            files.setdefault(current, [0, 0, 0])
+        elif s.startswith("@@"):
+            files.setdefault(current, [0, 0, 0])[2] += 1
+        elif s.startswith("+") and not s.startswith("+++"):
+            files.setdefault(current, [0, 0, 0])[0] += 1
+        elif s.startswith("-") and not s.startswith("---"):
+            files.setdefault(current, [0, 0, 0])[1] += 1
+    out = [f"diff: {len(files)} files"]
+    out.extend(f"{f}: +{a} -{r} in {h} hunks" for f, (a, r, h) in list(files.items())[:30])
+    return Outline("diff", out, [{"op": "grep", "pattern": r"^(\+\+\+|@@)", "context": 0}], {"files": len(files)})
+
+
+def _shape(value: Any, depth: int = 0) -> str:
+    if isinstance(value, dict):
+        if depth >= 2:
+            return f"{{{len(value)} keys}}"
+        items = list(value.items())
+        inner = ", ".join(f"{k}: {_shape(v, depth + 1)}" for k, v in items[:12])
+        more = f", +{len(items) - 12} keys" if len(items) > 12 else ""
+        return "{" + inner + more + "}"
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return f"[{len(value)} × {_shape(value[0], depth + 1)}]"
+    if isinstance(value, str):
+        return "str" if len(value) < 60 else f"str({len(value)})"
+    if value is None:
+        return "null"
+    return type(value).__name__
+
+
+def _json(text: str) -> Outline:
+    value = _json_or_none(text)
+    out = [_clip(_shape(value), 1200)]
+    if isinstance(value, dict):
+        out.append("keys: " + ", ".join(list(value)[:40]))
+    return Outline("json", out, [{"op": "jsonl", "path": "<field.path>"}], {"type": type(value).__name__})
+
+
+def _jsonl(text: str) -> Outline:
+    lines = _Lines(text)
+    keys: Counter[str] = Counter()
+    first: Any = None
+    bad = 0
+    for _, s in lines.numbered():
+        if not s.strip():
+            continue
+        try:
+            rec = json.loads(s)
+        except ValueError:
+            bad += 1
+            continue
+        if first is None:
+            first = rec
+        if isinstance(rec, dict):
+            keys.update(rec.keys())
+    out = [f"{lines.total} records" + (f" ({bad} not JSON)" if bad else "")]
+    out.append("fields: " + ", ".join(f"{k}({c})" for k, c in keys.most_common(30)))
+    if first is not None:
+        out.append("first: " + _clip(_shape(first), 400))
+    return Outline("jsonl", out, [{"op": "jsonl", "where": {"<field>": "<value>"}, "fields": ["<field>"]}])
+
+
+def _table_columns(lines: list[str]) -> list[str] | None:
+    rows = lines[:50]
+    if len(rows) < 3:
+        return None
+    for sep in ("\t", ",", "|", ";"):
+        counts = [r.count(sep) for r in rows]
+        if counts[0] >= 1 and sum(1 for c in counts if c == counts[0]) >= 0.9 * len(counts):
+            return [c.strip() for c in rows[0].split(sep)]
+    widths = [len(r.split()) for r in rows]
+    common, count = Counter(widths).most_common(1)[0]
+    if common >= 3 and count >= 0.8 * len(widths):
+        return next(r.split() for r in rows if len(r.split()) == common)
+    return None
+
+
+def _table(text: str) -> Outline:
+    lines = _Lines(text)
+    cols = _table_columns([ln for ln in lines.head if ln.strip()]) or []
+    out = [f"{max(0, lines.total - 1)} rows × {len(cols)} columns", "columns: " + ", ".join(_clip(c, 40) for c in cols[:40])]
+    if len(lines.head) > 1:
+        out.append("row 1: " + _clip(lines.head[1], 200))
+    return Outline("table", out, [{"op": "grep", "pattern": "<value>", "context": 0}], {"columns": len(cols)})
+
+
+def _binary(text: str) -> Outline:
+    return Outline("binary", [f"binary payload ({len(text)} characters decoded); recall op=range unit=bytes"], [
+        {"op": "range", "unit": "bytes", "start": 0, "end": 512}
+    ])
+
+
+_BUILDERS = {
+    "text": _text, "test": _test, "log": _log, "code": _code, "grep": _grep, "paths": _paths,
+    "diff": _diff, "json": _json, "jsonl": _jsonl, "table": _table, "binary": _binary,
+}
+KINDS = tuple(_BUILDERS)
