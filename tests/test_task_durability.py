@@ -69,7 +69,7 @@ async def test_twenty_concurrent_agents_lose_and_duplicate_nothing(http_url: str
                                                    "decisions": [f"agent{i} update{j}"], "agent": f"agent{i}"})
                     if not r.is_error:
                         break
-                    text = r.content[0].text
+                    text = str(getattr(r.content[0], "text", ""))
                     m = re.search(r"current_version=(\d+) seal=sha256:([0-9a-f]{64})", text)
                     assert "conflict" in text and m, text
                     conflicts.append((cur, int(m.group(1)), m.group(2)))
@@ -141,7 +141,7 @@ async def test_sigkill_mid_stream_loses_no_returned_update(home: Path) -> None:
     try:
         url = await asyncio.to_thread(_wait_daemon, home, proc)
         async with Client(url) as c:
-            last_text, last_version, last_seal = returned[-1]
+            _text, last_version, last_seal = returned[-1]
             st = _sc(await c.call_tool("plan", {"mode": "status", "task_id": tid, "seal": last_seal}))
             res = _sc(await c.call_tool("plan", {"mode": "resume", "task_id": tid}))
     finally:
