@@ -229,6 +229,9 @@ class LoopGuard:
         self.scripts: OrderedDict[str, bool] = OrderedDict()  # script path -> its body writes files
         self.flags: dict[str, str] = {}
         self.no_progress = 0  # calls in a row without progress
+        # effects of calls seen in full at precheck time: observe journals args shortened, so a long heredoc
+        # or python -c body is analysed here, keyed by the call, and used when its result arrives
+        self.remembered: OrderedDict[str, _Effects] = OrderedDict()
         self.events_seen = 0
         self.last_seq = 0
 
@@ -280,6 +283,13 @@ class LoopGuard:
         self.failure_counts.clear()
         self.no_progress = 0
 
+    def remember(self, tool: str, args: Any) -> None:
+        """Analyse a proposed call's full arguments now, for when its (shortened) result event arrives."""
+        if shell_command(tool, args) is None:
+            return
+        key = call_key(tool, args_hash(args))
+        _lru_put(self.remembered, key, self._effects(tool, args), 64)
+
     def _effects(self, tool: str, args: Any) -> _Effects:
         """Family, writes (paths or None = unknown), reads and created scripts of a call."""
         command = shell_command(tool, args)
@@ -307,7 +317,7 @@ class LoopGuard:
         args = payload.get("args")
         a_hash = str(payload.get("args_hash") or "") or args_hash(args)
         key = call_key(tool, a_hash)
-        fx = self._effects(tool, args)
+        fx = self.remembered.pop(key, None) or self._effects(tool, args)
         family, created = fx.family, fx.created
         for path, body_writes in created.items():
             _lru_put(self.scripts, path, body_writes, self.policy.max_paths)
