@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from bosun.server.tools import plan, recall
+from bosun.server.tools import handoff, plan, precheck, recall
 
-TOOL_MODULES: list[ModuleType] = [recall, plan]
+TOOL_MODULES: list[ModuleType] = [recall, plan, precheck, handoff]
