@@ -360,7 +360,7 @@ class LoopGuard:
         else:
             rec.fail_sig = None
             rec.result_sig = sig
-            ref = payload.get("ref")
+            ref = payload.get("ref") or payload.get("stored_ref")  # stored_ref: kept even when passed through
             rec.ref = str(ref) if ref else None
             rec.sha256 = str(payload.get("sha256") or "") or None
             rec.tokens = int(payload.get("tokens") or 0)

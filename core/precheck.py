@@ -31,13 +31,18 @@ def check_tool_name(tool: Any) -> str:
 
 
 def evaluate(tool: str, args: Any, state: TaskState, rules: RuleSet, guard: LoopGuard, seal: str | None = None,
-             invariants_error: str | None = None) -> dict[str, Any]:
-    """The verdict for calling ``tool(args)`` now in ``state`` (``guard`` already caught up)."""
+             invariants_error: str | None = None, guard_args: Any = None) -> dict[str, Any]:
+    """The verdict for calling ``tool(args)`` now in ``state`` (``guard`` already caught up).
+
+    ``guard_args`` are the args as observe journals them (secrets redacted), so the loop
+    guard's call identity matches the journal's ``args_hash``; invariants see ``args``.
+    """
     hits = rules.evaluate(tool, args, state.flags, state.completed)
     budget = parse_budget({k: v for k, v in state.budget.items() if k in BUDGET_KEYS})
     money = check_budget(budget, state.consumed_tokens) if not budget.empty else None
-    guard.remember(tool, args)
-    findings = guard.check(tool, args)
+    key_args = args if guard_args is None else guard_args
+    guard.remember(tool, key_args)
+    findings = guard.check(tool, key_args)
     return decide(hits, money, findings, state, seal, invariants_error)
 
 

@@ -27,6 +27,7 @@ from bosun.core.errors import BosunError, InvalidInput
 from bosun.core.invariants import RuleSet, parse_rules
 from bosun.core.loopguard import LoopGuard, LoopPolicy, canonical_args
 from bosun.core.precheck import check_tool_name, evaluate
+from bosun.core.redact import Redactor, redact_value
 from bosun.core.task_state import TaskState
 from bosun.server.tasks import tasks_of
 
@@ -99,6 +100,9 @@ class PrecheckService:
         self.engine = engine
         self.policy = policy or LoopPolicy()
         self.invariants = InvariantsFile(invariants_path(engine.config.home))
+        # observe hashes args after redaction; precheck must identify calls the same way
+        self.redactor = Redactor(getattr(engine.config, "redact_disable", ()) or (),
+                                 getattr(engine.config, "redact_extra", ()) or ())
         self._guards: OrderedDict[str, _TaskGuard] = OrderedDict()
 
     async def aclose(self) -> None:
@@ -134,7 +138,8 @@ class PrecheckService:
             raise InvalidInput("task_id", f"task {task_id} is closed ({state.status})", "start a new task with plan")
         rules = self.invariants.current()
         guard = await self.guard(state)
-        return evaluate(tool, args, state, rules, guard, seal, self.invariants.error)
+        return evaluate(tool, args, state, rules, guard, seal, self.invariants.error,
+                        guard_args=redact_value(args, self.redactor))
 
 
 def precheck_of(engine: Engine) -> PrecheckService:
