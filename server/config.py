@@ -50,6 +50,26 @@ class Config:
         ]
     )
 
+    # offloading (observe / recall / checkpoint)
+    roots: list[Path] = field(  # files observe(kind="file") may read; empty = none
+        default_factory=lambda: [
+            Path(p).expanduser() for p in os.environ.get("BOSUN_ROOTS", "").split(":") if p.strip()
+        ]
+    )
+    max_payload_bytes: int = field(default_factory=lambda: _env_int("BOSUN_MAX_PAYLOAD_BYTES", 16 * 1024 * 1024))
+    max_file_bytes: int = field(default_factory=lambda: _env_int("BOSUN_MAX_FILE_BYTES", 8 * 1024 * 1024))
+    prune_mode: str = field(default_factory=lambda: os.environ.get("BOSUN_PRUNE_MODE", "cache_ttl").strip())
+    redact_disable: list[str] = field(
+        default_factory=lambda: [r for r in os.environ.get("BOSUN_REDACT_DISABLE", "").split(",") if r.strip()]
+    )
+    redact_extra: list[str] = field(  # extra secret shapes, "name=regex" separated by newlines
+        default_factory=lambda: [r for r in os.environ.get("BOSUN_REDACT_EXTRA", "").split("\n") if r.strip()]
+    )
+    prices: str = field(  # USD per million input tokens: "default=3.0,gpt-4o=2.5"
+        default_factory=lambda: os.environ.get("BOSUN_PRICES", "").strip()
+    )
+    price_model: str = field(default_factory=lambda: os.environ.get("BOSUN_PRICE_MODEL", "default").strip())
+
     @property
     def db_path(self) -> Path:
         return self.home / "bosun.db"

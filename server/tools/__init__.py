@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from bosun.server.tools import handoff, plan, precheck, recall
+from bosun.server.tools import checkpoint, handoff, observe, plan, precheck, recall
 
-TOOL_MODULES: list[ModuleType] = [recall, plan, precheck, handoff]
+TOOL_MODULES: list[ModuleType] = [recall, plan, precheck, handoff, observe, checkpoint]

@@ -9,11 +9,14 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from bosun.core.offload import short_ref
 from bosun.core.query import DEFAULT_MAX_TOKENS, run_query
+from bosun.core.tokens import estimate_tokens
 from bosun.server.errors import tool_errors
+from bosun.server.offload import offload_of
 from bosun.store.refs import make_ref, parse_ref
 
-RecallOp = Literal["raw", "head", "tail", "range", "grep"]
+RecallOp = Literal["raw", "head", "tail", "range", "grep", "outline", "aggregate", "jsonl"]
 
 
 def register(mcp: MCPServer[Any]) -> None:
@@ -29,23 +32,29 @@ def register(mcp: MCPServer[Any]) -> None:
         start: Annotated[int | None, Field(description="range start: 1-based line, or byte offset")] = None,
         end: Annotated[int | None, Field(description="range end (inclusive line / exclusive byte)")] = None,
         unit: Literal["lines", "bytes"] = "lines",
-        pattern: Annotated[str | None, Field(description="grep regex")] = None,
+        pattern: Annotated[str | None, Field(description="grep/aggregate regex")] = None,
         context: int = 0,
         max_matches: int = 50,
         ignore_case: bool = False,
         max_tokens: int = DEFAULT_MAX_TOKENS,
         max_bytes: int = 64_000,
+        where: Annotated[dict[str, Any] | None, Field(description="jsonl: {field.path: value}")] = None,
+        fields: Annotated[list[str] | None, Field(description="jsonl: fields to keep")] = None,
+        path: Annotated[str | None, Field(description="jsonl: list inside a JSON document")] = None,
+        task_id: Annotated[str | None, Field(description="count this recall in the task's ledger")] = None,
     ) -> dict[str, Any]:
-        """Read part of a stored payload (verified against its hash): head, tail, range, grep or raw."""
+        """Read part of a stored payload, verified against its hash: head|tail|range|grep|raw|outline|aggregate|jsonl."""
         engine = engine_of(ctx)
-        digest = parse_ref(ref)
+        off = offload_of(engine)
+        digest = await off.resolve(ref)
         data = await engine.refs.get(digest)
         res = run_query(
             data, op, lines=lines, start=start, end=end, unit=unit, pattern=pattern, context=context,
             max_matches=max_matches, ignore_case=ignore_case, max_bytes=max_bytes, max_tokens=max_tokens,
+            where=where, fields=fields, path=path,
         )
         out: dict[str, Any] = {
-            "ref": make_ref(digest),
+            "ref": short_ref(digest),
             "op": op,
             "text": res.text,
             "total_bytes": res.total_bytes,
@@ -55,6 +64,8 @@ def register(mcp: MCPServer[Any]) -> None:
         if res.note:
             out["note"] = res.note
         out.update(res.extra)
+        if task_id is not None:
+            await off.note_recall(task_id, make_ref(digest), op, estimate_tokens(res.text))
         return out
 
     @mcp.resource("bosun://ref/{sha256}", mime_type="application/octet-stream")

@@ -1,0 +1,293 @@
+"""OffloadService: observe, drop receipts, file reads and recall accounting for every task.
+
+Warm state in ``engine.extensions["offload"]``: the configured redactor, the
+price table and the short-ref index. Ordering is the atomicity argument: a
+result's bytes are stored (and committed) BEFORE the journal event that points
+at them is appended, so a process killed in between leaves at most an
+unreferenced blob (harmless; identical bytes re-use it), never an event whose
+ref is missing. A payload over the limit is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bosun.core.errors import InvalidInput, NotFound
+from bosun.core.ledger import parse_prices
+from bosun.core.loopguard import args_hash, canonical_args, error_signature, shell_command
+from bosun.core.offload import (
+    build_stub,
+    decide,
+    fast_tokens,
+    get_mode,
+    short_ref,
+    stub_tokens,
+    worth_it,
+)
+from bosun.core.outline import build_outline
+from bosun.core.redact import Redactor, redact_value
+from bosun.core.tokens import estimate_tokens
+from bosun.server.tasks import TaskService, check_text, tasks_of
+from bosun.store.refindex import SQLiteRefIndex
+from bosun.store.refs import make_ref
+
+if TYPE_CHECKING:
+    from bosun.server.engine import Engine
+
+EXTENSION_KEY = "offload"
+ARG_TEXT_CHARS = 400  # each string in the journaled args is cut to this many characters
+MEDIA_TEXT = "text/plain; charset=utf-8"
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def answer_tokens(answer: dict[str, Any]) -> int:
+    """Tokens the agent carries for a bosun answer (its compact JSON)."""
+    return estimate_tokens(_compact(answer))
+
+
+def short_args(args: Any) -> Any:
+    """Redacted args with long strings cut: enough for the loop guard and a human, never a payload."""
+    if isinstance(args, str):
+        return args if len(args) <= ARG_TEXT_CHARS else args[:ARG_TEXT_CHARS] + "…"
+    if isinstance(args, dict):
+        return {k: short_args(v) for k, v in args.items()}
+    if isinstance(args, list):
+        return [short_args(v) for v in args[:50]]
+    return args
+
+
+def _test_outcome(facts: dict[str, Any], kind: str) -> bool | None:
+    """tests_passed from a test run's outline facts (None when the outcome is unknown)."""
+    if kind != "test":
+        return None
+    summary = str(facts.get("summary") or "")
+    low = summary.lower()
+    if facts.get("failures") or "failed" in low or "error" in low:
+        return False
+    if ("passed" in low or low.endswith(": ok")) and "failed" not in low:
+        return True
+    return None
+
+
+class OffloadService:
+    """Everything observe/recall/checkpoint need beyond the task journal."""
+
+    def __init__(self, engine: Engine) -> None:
+        cfg = engine.config
+        self.engine = engine
+        self.redactor = Redactor(cfg.redact_disable, cfg.redact_extra)
+        self.prices = parse_prices(cfg.prices)
+        self.price_model = cfg.price_model or "default"
+        self.default_mode = get_mode(cfg.prune_mode).name
+        self.index = SQLiteRefIndex(engine.conn)
+
+    async def aclose(self) -> None:
+        return None
+
+    @property
+    def tasks(self) -> TaskService:
+        return tasks_of(self.engine)
+
+    async def resolve(self, ref: str, field: str = "ref") -> str:
+        return await self.index.resolve(ref, field)
+
+    # -- observe: result / failure --------------------------------------------------------
+    async def observe_output(
+        self,
+        task_id: str,
+        failed: bool,
+        tool: str | None,
+        args: Any,
+        result: str | None,
+        mode: str | None = None,
+        offload: bool | None = None,
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Log a tool result (or failure); offload it behind a stub when that saves tokens."""
+        if not isinstance(tool, str) or not tool.strip():
+            raise InvalidInput("tool", "must name the tool that produced the result", "e.g. 'bash', 'read_file'")
+        if result is None:
+            raise InvalidInput("result", "is required for kind='result'/'failure'", "the tool's output text")
+        if not isinstance(result, str):
+            raise InvalidInput("result", f"must be a string, got {type(result).__name__}", "JSON-encode structured output")
+        limit = self.engine.config.max_payload_bytes
+        raw_size = len(result.encode("utf-8", "surrogatepass"))
+        if raw_size > limit:
+            raise InvalidInput("result", f"is {raw_size} bytes; the limit is {limit} (BOSUN_MAX_PAYLOAD_BYTES)",
+                               "split the output, or observe a file with kind='file'")
+        state = await self.tasks.get(task_id)
+        pm = get_mode(mode or str(state.flags.get("prune_mode") or state.budget.get("prune_mode") or self.default_mode))
+        red_args = redact_value(args, self.redactor)
+        a_hash = args_hash(red_args)
+        canonical_args(red_args)  # size check of the args (InvalidInput on overflow)
+        data, redactions = self.redactor.redact_bytes(result.encode("utf-8", "surrogatepass"))
+        text = data.decode("utf-8", "replace") if redactions else result
+        tokens = fast_tokens(text)
+        command = shell_command(tool, red_args) if red_args is not None else None
+        choice = decide(tokens, pm, command, offload)
+        stub: dict[str, Any] | None = None
+        ol = None
+        outline_kind = None
+        facts: dict[str, Any] = {}
+        total_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        if choice.offload or failed:
+            ol = build_outline(text, budget=pm.outline_budget(tokens), command=command)
+            outline_kind, facts = ol.kind, ol.facts
+        ref = await self.engine.refs.put(data, MEDIA_TEXT)  # committed before the event that points at it
+        digest = ref.rsplit(":", 1)[1]
+        if choice.offload and ol is not None:
+            stub = build_stub(short_ref(digest), len(data), tokens, total_lines, ol)
+            cost = stub_tokens(stub)
+            if offload is not True and not worth_it(tokens, cost):
+                stub, choice.reason = None, f"a stub ({cost} tokens) would not save enough"
+        offloaded = stub is not None
+        answer: dict[str, Any] = {"offloaded": True, **stub} if stub else {"offloaded": False, "tokens": tokens}
+        if redactions:
+            answer["redacted"] = sum(redactions.values())
+        resp_tokens = answer_tokens(answer)
+        payload: dict[str, Any] = {
+            "tool": tool, "args_hash": a_hash, "args": short_args(red_args), "sha256": digest, "bytes": len(data),
+            "tokens": tokens, "ref": ref if offloaded else None, "stored_ref": ref, "offloaded": offloaded,
+            "stub_tokens": stub_tokens(stub) if stub else 0, "response_tokens": resp_tokens, "mode": pm.name,
+            "reason": choice.reason, "content_kind": outline_kind, "redactions": redactions or None,
+        }
+        events: list[tuple[str, dict[str, Any]]] = []
+        if failed:
+            payload["error_signature"] = error_signature(text)
+            payload["error"] = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")[:300]
+            events.append(("tool_failure", payload))
+        else:
+            payload["result_signature"] = digest[:16]
+            events.append(("tool_result", payload))
+        outcome = _test_outcome(facts, outline_kind or "")
+        if outcome is not None:
+            events.append(("state_flag", {"name": "tests_passed", "value": outcome, "source": "observe"}))
+        await self.tasks.append_many(task_id, events, agent=agent)
+        return answer
+
+    # -- drop receipts ---------------------------------------------------------------------
+    async def drop(self, task_id: str, refs: list[str], agent: str | None = None) -> dict[str, Any]:
+        """Credit the savings of payloads the agent confirms it evicted from its prompt."""
+        if not refs:
+            raise InvalidInput("result", "kind='dropped' needs the ref(s) the agent evicted",
+                               "result='mem://sha256:…' or refs=[...]")
+        events = await self.tasks.events(task_id)
+        known: dict[str, int] = {}
+        dropped: set[str] = set()
+        for ev in events:
+            p = ev.payload
+            if ev.kind in ("tool_result", "tool_failure", "file_read"):
+                for key in ("ref", "stored_ref"):
+                    r = p.get(key)
+                    if isinstance(r, str):
+                        known[r] = int(p.get("tokens") or 0)
+            elif ev.kind == "dropped" and isinstance(p.get("ref"), str):
+                dropped.add(p["ref"])
+        new: list[tuple[str, dict[str, Any]]] = []
+        credited = 0
+        already: list[str] = []
+        for i, r in enumerate(refs):
+            full = make_ref(await self.resolve(r, f"refs[{i}]"))
+            if full not in known:
+                raise InvalidInput(f"refs[{i}]", f"{r} was not observed in task {task_id}",
+                                   "a ref returned by observe for this task")
+            if full in dropped or any(full == e[1]["ref"] for e in new):
+                already.append(short_ref(full.rsplit(":", 1)[1]))
+                continue
+            new.append(("dropped", {"ref": full, "tokens": known[full]}))
+            credited += known[full]
+        answer: dict[str, Any] = {"credited_tokens": credited, "dropped": len(new)}
+        if already:
+            answer["already_dropped"] = already
+        if new:
+            share = answer_tokens(answer) // len(new) + 1
+            for _, p in new:
+                p["response_tokens"] = share
+            state = await self.tasks.append_many(task_id, new, agent=agent)
+            answer["version"] = state.version
+        return answer
+
+    # -- files -----------------------------------------------------------------------------
+    def _resolve_path(self, path: str) -> Path:
+        roots = [Path(os.path.realpath(r)) for r in self.engine.config.roots]
+        if not roots:
+            raise InvalidInput("path", "no readable roots are configured", "set BOSUN_ROOTS=/path/a:/path/b")
+        if not isinstance(path, str) or not path.strip() or "\x00" in path:
+            raise InvalidInput("path", "must be a non-empty file path")
+        p = Path(path.strip()).expanduser()
+        if ".." in p.parts:
+            raise InvalidInput("path", "'..' is not allowed (path traversal)", "a path under BOSUN_ROOTS")
+        candidates = [p] if p.is_absolute() else [root / p for root in roots]
+        for cand in candidates:
+            real = Path(os.path.realpath(cand))
+            for root in roots:
+                if (real == root or root in real.parents) and os.path.lexists(cand):
+                    return real
+        if any(os.path.lexists(c) for c in candidates):
+            raise InvalidInput("path", f"{path} resolves outside BOSUN_ROOTS (symlink or absolute path)",
+                               ", ".join(str(r) for r in roots))
+        raise NotFound("file", path, f"not found under {', '.join(str(r) for r in roots)}")
+
+    async def observe_file(self, task_id: str, path: str, agent: str | None = None) -> dict[str, Any]:
+        """Record a file the agent read: path, sha256 (of the scrubbed bytes), mtime, size; content as a ref."""
+        real = self._resolve_path(path)
+        try:
+            st = os.stat(real)
+        except OSError as exc:
+            raise NotFound("file", path, str(exc)) from exc
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidInput("path", f"{path} is not a regular file")
+        limit = self.engine.config.max_file_bytes
+        if st.st_size > limit:
+            raise InvalidInput("path", f"{path} is {st.st_size} bytes; the limit is {limit} (BOSUN_MAX_FILE_BYTES)")
+        state = await self.tasks.get(task_id)
+        raw = real.read_bytes()[: limit + 1]
+        if len(raw) > limit:
+            raise InvalidInput("path", f"{path} grew past the limit of {limit} bytes while being read")
+        data, redactions = self.redactor.redact_bytes(raw)
+        text = data.decode("utf-8", "replace")
+        ref = await self.engine.refs.put(data, MEDIA_TEXT)
+        digest = ref.rsplit(":", 1)[1]
+        prev = state.files.get(str(real))
+        answer: dict[str, Any] = {
+            "path": str(real), "sha256": short_ref(digest).rsplit(":", 1)[1], "size": st.st_size,
+            "mtime": round(st.st_mtime, 3), "tokens": fast_tokens(text), "ref": short_ref(digest),
+            "changed": None if prev is None else prev.get("sha256") != digest,
+        }
+        if redactions:
+            answer["redacted"] = sum(redactions.values())
+        payload = {"path": str(real), "sha256": digest, "mtime": st.st_mtime, "size": st.st_size, "ref": ref,
+                   "tokens": answer["tokens"], "response_tokens": answer_tokens(answer)}
+        state = await self.tasks.append(task_id, "file_read", payload, agent=agent)
+        answer["version"] = state.version
+        return answer
+
+    # -- decisions, constraints, head ------------------------------------------------------
+    async def observe_text(self, task_id: str, kind: str, text: str | None, agent: str | None = None) -> dict[str, Any]:
+        if kind in ("head", "contract"):
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidInput("text", f"kind='{kind}' needs the text of the {kind}")
+            return await self.tasks.record_head(task_id, kind, self.redactor.scrub(text), agent=agent)
+        body = check_text("text", self.redactor.scrub(text) if isinstance(text, str) else text)
+        event = "decision_added" if kind == "decision" else "constraint_added"
+        state = await self.tasks.append(task_id, event, {"text": body}, agent=agent)
+        return {"recorded": event, "version": state.version, "seal": "sha256:" + state.seal}
+
+    # -- recall accounting -----------------------------------------------------------------
+    async def note_recall(self, task_id: str, ref: str, op: str, tokens: int) -> None:
+        await self.tasks.append(task_id, "recalled", {"ref": ref, "op": op, "tokens": tokens})
+
+
+def offload_of(engine: Engine) -> OffloadService:
+    svc = engine.extensions.get(EXTENSION_KEY)
+    if not isinstance(svc, OffloadService):
+        svc = OffloadService(engine)
+        engine.extensions[EXTENSION_KEY] = svc
+    return svc

@@ -1,0 +1,62 @@
+"""Short refs: resolve a unique sha256 prefix to the full content address.
+
+Stubs carry a 16-hex prefix (64 bits) to save prompt tokens; the full address
+is what is stored, journaled and verified. An ambiguous or unknown prefix is a
+clear error, never a guess.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+import aiosqlite
+
+from bosun.core.errors import InvalidInput, NotFound
+
+MIN_PREFIX = 12
+_HEXPART = re.compile(r"^[0-9a-f]+$")
+_PREFIXES = ("mem://sha256:", "sha256:", "bosun://ref/")
+
+
+def split_ref(ref: str, field: str = "ref") -> str:
+    """The lower-case hex part of a ref in any accepted spelling (may be a prefix)."""
+    if not isinstance(ref, str) or not ref.strip():
+        raise InvalidInput(field, "must be a non-empty string", "mem://sha256:<hex> from observe")
+    text = ref.strip()
+    for prefix in _PREFIXES:
+        if text.startswith(prefix):
+            text = text[len(prefix) :]
+            break
+    text = text.lower()
+    if not _HEXPART.match(text) or not MIN_PREFIX <= len(text) <= 64:
+        raise InvalidInput(
+            field, f"not a content address: {ref[:80]!r}", f"mem://sha256:<{MIN_PREFIX}..64 hex chars>"
+        )
+    return text
+
+
+class RefIndex(Protocol):
+    async def resolve(self, ref: str, field: str = "ref") -> str: ...
+
+
+class SQLiteRefIndex:
+    """Prefix lookup over the ``refs`` table (a range scan on its primary key)."""
+
+    def __init__(self, conn: aiosqlite.Connection) -> None:
+        self.conn = conn
+
+    async def resolve(self, ref: str, field: str = "ref") -> str:
+        hexpart = split_ref(ref, field)
+        if len(hexpart) == 64:
+            return hexpart
+        upper = hexpart + "g"  # 'g' sorts after every hex digit
+        async with self.conn.execute(
+            "SELECT sha256 FROM refs WHERE sha256 >= ? AND sha256 < ? LIMIT 2", (hexpart, upper)
+        ) as cur:
+            rows = list(await cur.fetchall())
+        if not rows:
+            raise NotFound("ref", f"mem://sha256:{hexpart}", "no stored payload has this prefix")
+        if len(rows) > 1:
+            raise InvalidInput(field, f"prefix {hexpart} matches several refs", "give more hex digits or the full ref")
+        return str(rows[0][0])
