@@ -38,7 +38,7 @@ def budget_status(state: TaskState) -> str:
 def render(state: TaskState, obj_chars: int = 72, step_chars: int = 40) -> str:
     seal = state.seals[-1].seal if state.seals else seal_record(state).seal
     total = len(state.plan)
-    done = len(state.completed)
+    done = sum(1 for step in state.completed if step in state.plan)
     lines = [f"BOSUN/1 task={state.task_id} v={state.version} status={state.status}",
              f'obj="{_clip(state.objective, obj_chars)}"']
     plan = f"plan={done}/{total}"

@@ -238,18 +238,14 @@ def apply_event(state: TaskState, event: Event) -> TaskState:
     elif k == "plan_set":
         s.plan = list(dict.fromkeys(_texts(p.get("steps"))))
         s.active = [a for a in s.active if a in s.plan]
-    elif k == "step_started":
+    elif k == "step_started":  # a step outside the global plan is tracked, but never changes zone B
         step = _text(p.get("step"))
-        if step not in s.plan:
-            s.plan.append(step)
         if step not in s.active:
             s.active.append(step)
         if step in s.completed:
             s.completed.remove(step)
     elif k == "step_completed":
         step = _text(p.get("step"))
-        if step not in s.plan:
-            s.plan.append(step)
         if step in s.active:
             s.active.remove(step)
         if step not in s.completed:

@@ -103,3 +103,27 @@ async def test_record_head_reports_volatile_tokens(opened: Engine) -> None:
     again = await svc.record_head(st.task_id, "head", "System. Today is 2026-11-29T12:00:05Z.\n"
                                   "session id: 3f2a9c1e-1b2c-4d5e-8f90-123456789abc turn 7")
     assert again["changed"] is False and again["version"] == res["version"]
+
+
+def test_recorded_seal_always_matches_the_state() -> None:
+    """After any event sequence, the last recorded seal is the seal of the state (nothing changes a zone silently)."""
+    import random
+
+    from bosun.core.seal import hashes
+    from bosun.core.task_state import Event, apply_event
+
+    rng = random.Random(7)
+    kinds = [("constraint_added", lambda i: {"text": f"c{i}"}), ("decision_added", lambda i: {"text": f"d{i}"}),
+             ("plan_set", lambda i: {"steps": [f"s{i}", "common"]}), ("step_started", lambda i: {"step": f"x{i}"}),
+             ("step_completed", lambda i: {"step": "common"}), ("head_recorded", lambda i: {"sha256": f"{i:064x}"}),
+             ("contract_recorded", lambda i: {"sha256": f"{i + 1:064x}"}),
+             ("decision_revised", lambda i: {"index": 0, "text": f"r{i}", "reason": "why"}),
+             ("tool_result", lambda i: {"tool": "bash", "args_hash": str(i % 3), "tokens": 10}),
+             ("memory_added", lambda i: {"scope": "task", "key": "k", "text": str(i)}),
+             ("state_flag", lambda i: {"name": "tests_passed", "value": i % 2 == 0}),
+             ("something_new", lambda i: {"x": i})]
+    state = rebuild([Event("t", 1, "task_started", {"objective": "o", "decisions": ["d"]})])
+    for i in range(2, 300):
+        kind, payload = rng.choice(kinds)
+        state = apply_event(state, Event("t", i, kind, payload(i)))
+        assert state.seal == hashes(state)["seal"], kind
