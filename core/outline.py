@@ -166,6 +166,13 @@ def _json_or_none(text: str) -> Any:
 def build_outline(text: str, budget: int = 160, command: str | None = None, kind: str | None = None) -> Outline:
     """The outline of ``text`` within ``budget`` tokens (kind detected unless given)."""
     kind = kind or detect_kind(text, command)
+    if kind == "text":  # keep both ends: fewer head/tail lines rather than losing the tail
+        for n in (6, 4, 3, 2, 1):
+            out = _text(text, n, max(1, n - 2))
+            if sum(estimate_tokens(ln) + 1 for ln in out.lines) <= budget:
+                break
+        out.lines = _fit(out.lines, budget)
+        return out
     builder = _BUILDERS.get(kind, _text)
     out = builder(text)
     out.kind = kind
@@ -173,16 +180,16 @@ def build_outline(text: str, budget: int = 160, command: str | None = None, kind
     return out
 
 
-def _text(text: str) -> Outline:
+def _text(text: str, n_head: int = 6, n_tail: int = 4) -> Outline:
     lines = _Lines(text)
     rows = lines.head
-    if lines.total <= 12 and lines.complete:
+    if lines.total <= n_head + n_tail + 2 and lines.complete:
         shown = [_clip(s) for s in rows]
     else:
-        tail = lines.tail or rows[len(rows) - min(len(rows), 6) :]
-        first = [f"{i}: {_clip(s, 160)}" for i, s in enumerate(rows[:6], 1) if s.strip()]
-        start = lines.total - len(tail[-4:]) + 1
-        last = [f"{start + i}: {_clip(s, 160)}" for i, s in enumerate(tail[-4:]) if s.strip()]
+        tail = lines.tail or rows[len(rows) - min(len(rows), n_tail) :]
+        first = [f"{i}: {_clip(s, 160)}" for i, s in enumerate(rows[:n_head], 1) if s.strip()]
+        start = lines.total - len(tail[-n_tail:]) + 1
+        last = [f"{start + i}: {_clip(s, 160)}" for i, s in enumerate(tail[-n_tail:]) if s.strip()]
         shown = [*first, "…", *last]
     return Outline("text", shown, [{"op": "range", "start": 1, "end": min(lines.total, 80)}])
 
@@ -355,7 +362,7 @@ def _diff(text: str) -> Outline:
 
 def _shape(value: Any, depth: int = 0) -> str:
     if isinstance(value, dict):
-        if depth >= 2:
+        if depth >= 3:
             return f"{{{len(value)} keys}}"
         items = list(value.items())
         inner = ", ".join(f"{k}: {_shape(v, depth + 1)}" for k, v in items[:12])
@@ -414,7 +421,8 @@ def _table_columns(lines: list[str]) -> list[str] | None:
             return [c.strip() for c in rows[0].split(sep)]
     widths = [len(r.split()) for r in rows]
     common, count = Counter(widths).most_common(1)[0]
-    if common >= 3 and count >= 0.8 * len(widths):
+    aligned = sum(1 for r in rows if "  " in r.strip())  # columns padded with runs of spaces, not prose
+    if common >= 3 and count >= 0.8 * len(widths) and aligned >= 0.6 * len(rows):
         return next(r.split() for r in rows if len(r.split()) == common)
     return None
 

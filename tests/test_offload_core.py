@@ -1,0 +1,214 @@
+"""Pure offloading logic: outlines by content, pruning modes, stubs, recall ops, compaction, ledger."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from bosun.core.compaction import plan_compaction
+from bosun.core.errors import InvalidInput
+from bosun.core.ledger import ledger_of, parse_prices
+from bosun.core.offload import (
+    MODES,
+    build_stub,
+    decide,
+    explicit_slice,
+    fast_tokens,
+    get_mode,
+    stub_tokens,
+    worth_it,
+)
+from bosun.core.outline import build_outline, detect_kind
+from bosun.core.query import error_signature, run_query
+from bosun.core.tokens import estimate_tokens
+
+PYTEST_OUT = (
+    "============================= test session starts ==============================\n"
+    + "".join(f"tests/test_mod.py::test_case_{i} PASSED\n" for i in range(300))
+    + "=================================== FAILURES ===================================\n"
+    "____________________________ test_parse_dates ____________________________\n"
+    "    def test_parse_dates():\n>       assert parse('2020') == 3\nE       AssertionError: assert 2 == 3\n"
+    "tests/test_mod.py:42: AssertionError\n"
+    "=========================== short test summary info ============================\n"
+    "FAILED tests/test_mod.py::test_parse_dates - AssertionError: assert 2 == 3\n"
+    "FAILED tests/test_mod.py::test_other - KeyError: 'x'\n"
+    "======================== 2 failed, 300 passed in 4.12s =========================\n"
+)
+
+PY_SOURCE = "import os\n\n\nclass Parser:\n    def parse(self, s):\n        return s\n\n    def reset(self):\n        pass\n\n\ndef main():\n    Parser().parse('x')\n" * 3
+
+LOG = "".join(
+    f"2024-01-01 10:00:{i % 60:02d} INFO worker started job {i}\n" for i in range(200)
+) + "2024-01-01 10:01:00 ERROR db connection refused on port 5432\nTraceback (most recent call last):\n  File \"w.py\", line 3, in run\nConnectionError: refused\n"
+
+
+def test_outline_of_test_output_keeps_failures_and_summary() -> None:
+    assert detect_kind(PYTEST_OUT) == "test"
+    ol = build_outline(PYTEST_OUT, 200)
+    assert "2 failed, 300 passed in 4.12s" in ol.text
+    assert "FAILED tests/test_mod.py::test_parse_dates - AssertionError: assert 2 == 3" in ol.text
+    assert "FAILED tests/test_mod.py::test_other" in ol.text
+    assert ol.facts["failures"] == 2
+    assert estimate_tokens(ol.text) < estimate_tokens(PYTEST_OUT) // 10
+
+
+def test_outline_of_code_lists_symbols_with_lines() -> None:
+    ol = build_outline(PY_SOURCE, 200)
+    assert ol.kind == "code"
+    assert "4: class Parser" in ol.text and "5:   def parse" in ol.text and "12: def main" in ol.text
+
+
+def test_outline_of_log_json_jsonl_table_diff_text() -> None:
+    log = build_outline(LOG, 200)
+    assert log.kind == "log" and "ConnectionError: refused" in log.text and "ERROR=1" in log.text
+    doc = json.dumps({"items": [{"id": i, "name": f"n{i}"} for i in range(50)], "total": 50})
+    js = build_outline(doc, 100)
+    assert js.kind == "json" and "items: [50 × {id: int, name: str}]" in js.text
+    jl = "\n".join(json.dumps({"id": i, "user": {"n": i}}) for i in range(30))
+    jo = build_outline(jl, 100)
+    assert jo.kind == "jsonl" and "30 records" in jo.text and "id(30)" in jo.text
+    table = "name,age,city\n" + "".join(f"p{i},{i},c{i}\n" for i in range(40))
+    tb = build_outline(table, 100)
+    assert tb.kind == "table" and "40 rows × 3 columns" in tb.text and "name, age, city" in tb.text
+    diff = "diff --git a/x.py b/x.py\n--- a/x.py\n+++ b/x.py\n@@ -1,2 +1,2 @@\n-a\n+b\n+c\n"
+    df = build_outline(diff, 100)
+    assert df.kind == "diff" and "x.py: +2 -1 in 1 hunks" in df.text
+    prose = "\n".join(f"line number {i} of some prose" for i in range(100))
+    tx = build_outline(prose, 100)
+    assert tx.kind == "text" and "1: line number 0" in tx.text and "100: line number 99" in tx.text
+
+
+def test_outline_respects_budget() -> None:
+    many = "\n".join(f"FAILED tests/t.py::test_{i} - AssertionError: value {i} differs" for i in range(400))
+    ol = build_outline(many + "\n=== 400 failed in 1.0s ===\n", 60)
+    assert estimate_tokens(ol.text) <= 80
+    assert "more outline lines" in ol.text
+
+
+def test_modes_and_decisions() -> None:
+    assert set(MODES) == {"cache_ttl", "conservative", "balanced", "aggressive"}
+    assert get_mode(None).name == "cache_ttl"
+    with pytest.raises(InvalidInput, match="mode"):
+        get_mode("turbo")
+    ttl = get_mode("cache_ttl")
+    assert not decide(100, ttl).offload
+    assert decide(5000, ttl).offload
+    assert not decide(1500, get_mode("conservative")).offload and decide(1500, get_mode("balanced")).offload
+    assert decide(300, get_mode("aggressive")).offload and not decide(300, get_mode("balanced")).offload
+    # an explicit slice the agent asked for passes through up to slice_factor x threshold
+    assert explicit_slice("sed -n '100,180p' a.py") and explicit_slice("nl -ba x.py | sed -n '1,50p'")
+    assert not explicit_slice("cat a.py")
+    assert not decide(1200, ttl, "sed -n '1,200p' a.py").offload
+    assert decide(1200, ttl, "cat a.py").offload
+    assert decide(10, ttl, force=True).offload and not decide(10**6, ttl, force=False).offload
+
+
+def test_stub_is_small_and_worth_it() -> None:
+    tokens = estimate_tokens(PYTEST_OUT)
+    stub = build_stub("mem://sha256:0123456789abcdef", len(PYTEST_OUT), tokens, 320, build_outline(PYTEST_OUT, 120))
+    cost = stub_tokens(stub)
+    assert worth_it(tokens, cost) and cost < tokens / 5
+    assert not worth_it(100, 60)
+
+
+def test_fast_tokens_close_to_exact_on_large_payloads() -> None:
+    big = PYTEST_OUT * 40
+    exact = estimate_tokens(big)
+    assert abs(fast_tokens(big) - exact) / exact < 0.1
+    assert fast_tokens("small text") == estimate_tokens("small text")
+
+
+def test_recall_ops_outline_aggregate_jsonl() -> None:
+    data = PYTEST_OUT.encode()
+    ol = run_query(data, "outline")
+    assert ol.extra["kind"] == "test" and "2 failed" in ol.text
+    agg = run_query(LOG.encode() * 3, "aggregate")
+    assert "ConnectionError: refused" in agg.text and agg.extra["distinct"] >= 2
+    by = run_query(data, "aggregate", pattern=r"(\w+Error)")
+    assert "AssertionError" in by.text and "KeyError" in by.text
+    jl = "\n".join(json.dumps({"id": i, "user": {"name": f"u{i % 3}"}, "ok": i % 2 == 0}) for i in range(20)).encode()
+    res = run_query(jl, "jsonl", where={"user.name": "u1"}, fields=["id"], max_matches=3)
+    assert res.text.splitlines() == ['{"id":1}', '{"id":4}', '{"id":7}'] and res.extra["matches"] == 7
+    doc = json.dumps({"a": {"rows": [{"k": 1}, {"k": 2}]}}).encode()
+    assert run_query(doc, "jsonl", path="a.rows", where={"k": "2"}).text.strip() == '{"k":2}'
+    with pytest.raises(InvalidInput, match="path"):
+        run_query(doc, "jsonl", path="a.nope")
+    with pytest.raises(InvalidInput, match="where"):
+        run_query(jl, "jsonl", where=["x"])  # type: ignore[arg-type]
+
+
+def test_grep_bounded_against_catastrophic_backtracking() -> None:
+    data = ("a" * 30_000 + "!\n").encode()
+    res = run_query(data, "grep", pattern=r"(a|aa)+$")
+    assert res.extra["complete"] is False and "stopped" in (res.note or "")
+
+
+def test_grep_context_and_limits() -> None:
+    data = "".join(f"row {i}\n" for i in range(1, 101)).encode()
+    res = run_query(data, "grep", pattern=r"row (5|50)$", context=1)
+    assert res.text.splitlines() == ["4-row 4", "5:row 5", "6-row 6", "--", "49-row 49", "50:row 50", "51-row 51"]
+    many = run_query(data, "grep", pattern="row", max_matches=5)
+    assert many.extra["matches"] == 100 and many.extra["shown"] == 5 and many.truncated
+
+
+def test_error_signature_masks_volatile_parts() -> None:
+    a = error_signature("ValueError: bad value 42 at 0x7ffde1 in 'foo'")
+    b = error_signature("ValueError: bad value 97 at 0x1234ab in 'bar'")
+    assert a == b
+
+
+@dataclass
+class Ev:
+    seq: int
+    kind: str
+    payload: dict[str, Any] = field(default_factory=dict)
+    created_at: float = 1000.0
+
+
+def _result(seq: int, tokens: int, offloaded: bool = False, t: float = 1000.0) -> Ev:
+    ref = f"mem://sha256:{seq:064x}"
+    return Ev(seq, "tool_result", {"tool": "bash", "args": {"command": f"c{seq}"}, "tokens": tokens,
+                                   "ref": ref if offloaded else None, "stored_ref": ref, "offloaded": offloaded,
+                                   "stub_tokens": 80 if offloaded else 0, "response_tokens": 90 if offloaded else 9}, t)
+
+
+def test_ledger_credits_only_drop_receipts() -> None:
+    events = [_result(1, 5000, True), _result(2, 100), Ev(3, "recalled", {"tokens": 40})]
+    led = ledger_of(events)
+    assert led.credited_tokens == 0 and led.pending_drop_tokens == 5000 and led.offloaded_tokens == 5000
+    events.append(Ev(4, "dropped", {"ref": events[0].payload["ref"], "tokens": 5000, "response_tokens": 8}))
+    led = ledger_of(events)
+    assert led.credited_tokens == 5000 and led.pending_drop_tokens == 0
+    assert led.overhead_tokens == 90 + 9 + 8 and led.recalled_tokens == 40
+    assert led.net_tokens == 5000 - 107 - 40
+    d = led.to_dict(parse_prices("default=2.0,big=10"), "big")
+    assert d["cost_usd"]["usd_per_mtok"] == 10.0 and d["cost_usd"]["credited_savings"] == pytest.approx(0.05)
+    with pytest.raises(InvalidInput, match="prices"):
+        parse_prices("model-without-price")
+
+
+def test_compaction_plans_are_reversible_and_scoped() -> None:
+    events: list[Any] = [_result(i, 400 + i) for i in range(1, 6)]
+    events.append(Ev(6, "checkpoint_saved", {"ref": "mem://sha256:" + "f" * 64}))
+    events += [_result(i, 1000) for i in range(7, 10)]
+    ttl = get_mode("cache_ttl")
+    alive = plan_compaction(events, ttl, "compact", now=1010.0)
+    assert [i.seq for i in alive.items] == [7, 8, 9]  # working zone only while the cache lives
+    dead = plan_compaction(events, ttl, "compact", now=1000.0 + ttl.ttl_s + 1)
+    assert len(dead.items) == 8 and not dead.cache_alive
+    clear = plan_compaction(events, get_mode("conservative"), "clear", now=1010.0)
+    assert len(clear.items) == 8 and clear.kept == 0
+    # evicting one cached item while the cache lives costs a re-fill of what follows it
+    cached = [_result(i, 2000) for i in range(1, 4)] + [Ev(4, "checkpoint_saved", {})] + [_result(5, 100)]
+    one = plan_compaction(cached, get_mode("aggressive"), "trim", now=1010.0, target_tokens=1500)
+    assert [i.seq for i in one.items] == [1] and one.refill_tokens == 2000 + 2000 + 100
+    trim = plan_compaction(events, ttl, "trim", now=1010.0, target_tokens=1500)
+    assert len(trim.items) == 2 and trim.freed_tokens == 2000
+    d = clear.to_dict()
+    assert d["net_tokens"] == d["freed_tokens"] - d["digest_tokens"] - d["refill_tokens"]
+    assert all(r.startswith("mem://sha256:") for r in d["drop"]) and "nothing was deleted" in d["restore"]
+    with pytest.raises(InvalidInput, match="mode"):
+        plan_compaction(events, ttl, "delete", now=0.0)

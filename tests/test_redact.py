@@ -1,0 +1,85 @@
+"""Secret scrubbing: every shape is caught, identifiers survive, the rule set is configurable."""
+
+from __future__ import annotations
+
+import pytest
+
+from bosun.core.errors import InvalidInput
+from bosun.core.redact import Redactor, looks_random, redact_value
+
+SECRETS = {
+    "aws_access_key": "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+    "aws_secret_key": "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "github_token": "token ghp_abcdefghijklmnopqrstuvwxyzABCDEF0123 ok",
+    "gitlab_token": "glpat-aB3dE6gH9jK2mN5pQ8sT",
+    "slack_token": "xoxb-1234567890-abcdefghijkl",
+    "private_key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabc\n-----END RSA PRIVATE KEY-----",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    "auth_header": "Authorization: Bearer abc.def.ghi123456",
+    "url_password": "postgres://admin:s3cr3tPassw0rd@db.example.com:5432/app",
+    "secret_assignment": "DJANGO_SECRET_KEY='k8#2jf93jf0a9sdjf0A9SDJF023jfa'",
+    "gcp_api_key": "key=AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW",
+    "stripe_key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+}
+
+SURVIVE = [
+    "commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345",
+    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "uuid 123e4567-e89b-12d3-a456-426614174000",
+    "cache_key = make_cache_key(request)",
+    '"cache_key": "3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345"',
+    "PASSWORD = os.environ['X']",
+    "MY_TOKEN=changeme_please_now",
+    "http://user:pass@example.com/docs",
+    "https://localhost:8000/a and http://user@host/x",
+    "primary_key = True",
+]
+
+
+@pytest.mark.parametrize("rule", sorted(SECRETS))
+def test_each_secret_shape_is_scrubbed(rule: str) -> None:
+    out = Redactor().redact(SECRETS[rule])
+    assert out.counts.get(rule) == 1, (rule, out.text, out.counts)
+    assert f"[REDACTED:{rule}]" in out.text
+
+
+@pytest.mark.parametrize("text", SURVIVE)
+def test_identifiers_and_code_survive(text: str) -> None:
+    out = Redactor().redact(text)
+    assert out.text == text and not out.counts
+
+
+def test_secret_value_is_gone_but_context_stays() -> None:
+    text = "connect postgres://admin:s3cr3tPassw0rd@db:5432/app now"
+    out = Redactor().scrub(text)
+    assert "s3cr3tPassw0rd" not in out
+    assert out.startswith("connect postgres://admin:") and out.endswith("@db:5432/app now")
+
+
+def test_bytes_path_keeps_invalid_utf8_and_scrubs() -> None:
+    data = b"\xff\xfe binary ghp_abcdefghijklmnopqrstuvwxyzABCDEF0123 \x00 tail"
+    out, counts = Redactor().redact_bytes(data)
+    assert counts == {"github_token": 1}
+    assert out.startswith(b"\xff\xfe binary [REDACTED:github_token]") and out.endswith(b"\x00 tail")
+
+
+def test_configurable_rules() -> None:
+    r = Redactor(disabled=["jwt"], extra=[r"ticket=TICKET-\d{6}"])
+    out = r.redact(SECRETS["jwt"] + " TICKET-123456")
+    assert "eyJ" in out.text and out.counts == {"ticket": 1}
+    with pytest.raises(InvalidInput, match="redact_disable"):
+        Redactor(disabled=["nope"])
+    with pytest.raises(InvalidInput, match="redact_extra"):
+        Redactor(extra=["bad=("])
+
+
+def test_redact_value_walks_json() -> None:
+    val = {"env": {"GITHUB": "ghp_abcdefghijklmnopqrstuvwxyzABCDEF0123"}, "list": ["ok", 3]}
+    out = redact_value(val)
+    assert out == {"env": {"GITHUB": "[REDACTED:github_token]"}, "list": ["ok", 3]}
+
+
+def test_entropy_gate() -> None:
+    assert looks_random("k8#2jf93jf0a9sdjf0A9SDJF023jfa")
+    assert not looks_random("changeme_please_now")
+    assert not looks_random("short1")
