@@ -174,7 +174,7 @@ class Finding:
         return out
 
 
-@dataclass
+@dataclass(slots=True)
 class _Call:
     """What the guard remembers about one distinct call (tool + args)."""
 
@@ -193,7 +193,7 @@ class _Call:
     fail_transient: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Effects:
     family: str
     writes: tuple[str, ...] | None  # () = writes nothing; None = may write anything
@@ -221,7 +221,7 @@ class LoopGuard:
         self.evicted_change = 0  # newest clock among path changes forgotten by the LRU
         self.exec_change = 0  # clock of the last program run (may have written outputs and caches)
         self.calls: OrderedDict[str, _Call] = OrderedDict()
-        self.signatures: OrderedDict[bytes, None] = OrderedDict()  # 8-byte prefixes of seen results
+        self.signatures: dict[int, None] = {}  # 64-bit prefixes of seen results, oldest first (LRU)
         self.failures: OrderedDict[tuple[str, str], set[str]] = OrderedDict()  # (family, sig) -> keys, this epoch
         self.failure_counts: dict[tuple[str, str], int] = {}
         self.recent: deque[tuple[str, str]] = deque(maxlen=self.policy.window)  # (key, fingerprint)
@@ -331,9 +331,12 @@ class LoopGuard:
             sig = str(payload.get("result_signature") or payload.get("sha256") or "")
             outcome = "R:" + sig
         fp = hashlib.sha256(f"{key}\x00{outcome}".encode()).digest()
-        seen = hashlib.sha256(outcome.encode()).digest()[:8]
+        seen = int.from_bytes(hashlib.sha256(outcome.encode()).digest()[:8], "big")
         progress = seen not in self.signatures  # a result (or error) never seen before in this task
-        _lru_put(self.signatures, seen, None, self.policy.max_signatures)
+        self.signatures.pop(seen, None)
+        self.signatures[seen] = None
+        if len(self.signatures) > self.policy.max_signatures:
+            del self.signatures[next(iter(self.signatures))]
         if fx.writes is None or fx.writes:
             self._world_changed(fx.writes)
             progress = True
@@ -362,7 +365,7 @@ class LoopGuard:
             rec.result_sig = sig
             ref = payload.get("ref") or payload.get("stored_ref")  # stored_ref: kept even when passed through
             rec.ref = str(ref) if ref else None
-            rec.sha256 = str(payload.get("sha256") or "") or None
+            rec.sha256 = None if rec.ref else (str(payload.get("sha256") or "") or None)  # the ref names it already
             rec.tokens = int(payload.get("tokens") or 0)
             rec.seq = seq
             rec.epoch = self.epoch
@@ -377,7 +380,8 @@ class LoopGuard:
         """Findings for calling ``tool`` with ``args`` now, most severe first (empty: allow)."""
         a_hash = args_hash(args)
         key = call_key(tool, a_hash)
-        family = self._effects(tool, args).family
+        fx = self.remembered.get(key)
+        family = fx.family if fx is not None else self._effects(tool, args).family
         rec = self.calls.get(key)
         p = self.policy
         findings: list[Finding] = []
@@ -460,7 +464,7 @@ class LoopGuard:
             total += sys.getsizeof(k) + sys.getsizeof(v) + sum(
                 sys.getsizeof(x) for x in (v.tool, v.family, v.result_sig, v.ref, v.sha256, v.fail_sig) if x
             )
-        total += sum(sys.getsizeof(k) + 56 for k in self.signatures)
+        total += sum(sys.getsizeof(k) for k in self.signatures)
         total += sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in self.files.items())
         total += sum(sys.getsizeof(k) for k in self.scripts)
         for g, keys in self.failures.items():

@@ -14,7 +14,6 @@ loop (a false block), while a spurious edit only costs a missed detection.
 from __future__ import annotations
 
 import re
-import shlex
 from dataclasses import dataclass, field
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
@@ -90,52 +89,43 @@ def _strip_heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
     return "\n".join(out), docs
 
 
+_TOKEN = re.compile(r"""'[^']*'?|"(?:[^"\\]|\\.)*"?|\\\n|\\.|\\$|>&|&>|&&|\|\||[;|&\n]|[^'"\\;|&\n>]+|>""", re.S)
+_SEPARATORS = frozenset({"&&", "||", ";", "|", "&", "\n"})
+
+
 def _segments(text: str) -> list[str]:
     """Split a command line at ``; && || | & newline`` outside quotes (sed scripts and python -c stay whole)."""
     out: list[str] = []
     buf: list[str] = []
-    quote = ""
-    i = 0
-    n = len(text)
-    while i < n:
-        ch = text[i]
-        if quote:
-            buf.append(ch)
-            if ch == "\\" and quote == '"' and i + 1 < n:
-                buf.append(text[i + 1])
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch == "\\" and i + 1 < n:
-            if text[i + 1] != "\n":  # a line continuation joins lines
-                buf.append(ch)
-                buf.append(text[i + 1])
-            i += 2
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        if token == "\\\n":  # a line continuation joins lines
             continue
-        elif ch in "'\"":
-            quote = ch
-            buf.append(ch)
-        elif ch in ";|&\n":
-            if ch == "&" and (buf[-1:] == [">"] or text[i + 1 : i + 2] == ">"):
-                buf.append(ch)  # &> and >& are redirections, not separators
-            else:
-                out.append("".join(buf))
-                buf = []
-                if i + 1 < n and text[i + 1] == ch and ch in "|&":
-                    i += 1
+        if token in _SEPARATORS:
+            out.append("".join(buf))
+            buf = []
         else:
-            buf.append(ch)
-        i += 1
+            buf.append(token)
     out.append("".join(buf))
     return [seg for seg in out if seg.strip()]
 
 
+_WORD = re.compile(r"""(?:'[^']*'?|"(?:[^"\\]|\\.)*"?|\\.?|[^\s'"\\])+""", re.S)
+_UNQUOTE = re.compile(r"""'([^']*)'?|"((?:[^"\\]|\\.)*)"?|\\(.?)""", re.S)
+_DQ_ESCAPE = re.compile(r"""\\([\\"$`])""")
+
+
+def _unquote(match: re.Match[str]) -> str:
+    if match.group(1) is not None:
+        return match.group(1)
+    if match.group(2) is not None:
+        return _DQ_ESCAPE.sub(r"\1", match.group(2))
+    return match.group(3) or ""
+
+
 def _words(segment: str) -> list[str]:
-    try:
-        return shlex.split(segment, comments=False, posix=True)
-    except ValueError:
-        return segment.split()
+    """Shell words with quotes removed (a fast, forgiving shlex.split: unclosed quotes run to the end)."""
+    return [_UNQUOTE.sub(_unquote, w) for w in _WORD.findall(segment)]
 
 
 def _program(words: list[str]) -> tuple[str, list[str]]:
@@ -159,6 +149,26 @@ def _operands(args: list[str]) -> list[str]:
         elif a == "--":
             rest = True
     return out
+
+
+def _git_path_operands(sub: str, args: list[str]) -> list[str] | None:
+    """Files named by ``git checkout/restore [--] <paths>``; None when it may switch branches or touch anything."""
+    if sub not in {"checkout", "restore"}:
+        return None
+    rest = args[args.index(sub) + 1 :]
+    if "--" in rest:
+        rest = rest[rest.index("--") + 1 :]
+        operands = [a for a in rest if a]
+    else:
+        if any(a.startswith("-") for a in rest):
+            return None
+        operands = rest
+        # without "--", only names that look like files (a path or an extension) are files, not branches
+        if not operands or not all("/" in a or "." in a.rsplit("/", 1)[-1] for a in operands):
+            return None
+    if not operands or any(ch in a for a in operands for ch in "*?[$`") or any(a in {".", "./"} for a in operands):
+        return None
+    return operands
 
 
 def normalise_path(path: str) -> str:
@@ -293,7 +303,11 @@ def analyse(command: str, known_scripts: dict[str, bool] | None = None) -> Shell
             sub = next((a for a in args if not a.startswith("-")), "")
             if sub in _GIT_WRITES:
                 writes = True
-                unknown_targets = True
+                files = _git_path_operands(sub, args)
+                if files is None:
+                    unknown_targets = True
+                else:
+                    targets.extend(files)
         elif prog in {"sed", "perl", "ruby"}:
             if any(a == "-i" or (a.startswith("-") and not a.startswith("--") and "i" in a) or a.startswith("--in-place") for a in args):
                 writes = True

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
 EXTENSION_KEY = "precheck"
-MAX_TASKS = 1024  # loop guards kept warm (LRU); an evicted task is rebuilt from its journal
+MAX_TASKS = 256  # loop guards kept warm (LRU); an evicted task is rebuilt from its journal
 
 
 def invariants_path(home: Path, env: dict[str, str] | None = None) -> Path:

@@ -97,7 +97,8 @@ def test_shell_effects() -> None:
     assert analyse("sed -i 's/a/b/;s/c/d/' a.py").targets == ("a.py",)
     assert analyse("grep -rn foo src | head").reads == ("src",)
     assert analyse("git diff").writes is False
-    assert analyse("git checkout -- a.py").targets is None
+    assert analyse("git checkout -- a.py").targets == ("a.py",)
+    assert analyse("git checkout main").targets is None
     assert analyse("python -c 'print(1 > 0)'").writes is False
     assert analyse("ls > /dev/null 2>&1").writes is False
     assert analyse("pytest -q tests/x.py").runs_tests

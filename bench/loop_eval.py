@@ -1,0 +1,396 @@
+"""Replay real agent runs through observe + precheck semantics and measure the loop guard.
+
+    /work/venv/bin/python bench/loop_eval.py [--dump-sample FILE] [--out bench/results/precheck.md]
+
+Data: ``$BOSUN_SHARED/data/trajectories/{miniswe-dev,tau-airline}.jsonl.gz`` (default: the
+``shared`` folder next to the repo). For every call of every run, in order:
+
+1. ``precheck``: ``core.precheck.evaluate`` (the function the MCP tool calls) with the task
+   state folded by the real reducer and a LoopGuard caught up with the journal;
+2. ``observe``: the call's outcome becomes the journal event observe writes
+   (``tool_result`` with ``result_signature`` = sha256[:16] of the output, or ``tool_failure``
+   with ``error_signature`` and the first error line; args redacted, strings cut to 400 chars).
+
+Reported: how often each pattern fires; an automatic oracle ("wasted" = the same call was
+made before and returned the same output, numbers masked so timings and tmp names do not
+count); hand labels (``bench/labels/loop_labels.jsonl``, one line per sampled firing or
+non-firing, written by a person who read the calls) giving precision and recall of "a real
+loop or a wasted call"; calls and tokens a run would have saved; memory per 1,000 calls.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+import tracemalloc
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bosun.core.invariants import RuleSet, parse_rules
+from bosun.core.loopguard import LoopGuard, args_hash, error_signature
+from bosun.core.precheck import evaluate
+from bosun.core.redact import Redactor, redact_value
+from bosun.core.shell_effects import analyse
+from bosun.core.task_state import Event, TaskState, apply_event
+from bosun.core.tokens import estimate_tokens
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("BOSUN_SHARED", ROOT.parent / "shared"))
+DATASETS = {"miniswe": "data/trajectories/miniswe-dev.jsonl.gz", "tau": "data/trajectories/tau-airline.jsonl.gz"}
+LABELS = ROOT / "bench" / "labels" / "loop_labels.jsonl"
+ARG_TEXT_CHARS = 400
+_NUM = re.compile(r"\d+")
+
+
+def short_args(args: Any) -> Any:
+    """What observe journals: strings cut to 400 characters."""
+    if isinstance(args, str):
+        return args if len(args) <= ARG_TEXT_CHARS else args[:ARG_TEXT_CHARS] + "…"
+    if isinstance(args, dict):
+        return {k: short_args(v) for k, v in args.items()}
+    if isinstance(args, list):
+        return [short_args(v) for v in args[:50]]
+    return args
+
+
+def norm_output(text: str) -> str:
+    """Output with numbers masked: timings, tmp dir counters and addresses do not make a re-run 'new'."""
+    return _NUM.sub("0", text)
+
+
+def output_tokens(call: dict[str, Any]) -> int:
+    """Tokens of a call's output, counting the part the agent elided (len(output) + elided_chars)."""
+    out = call.get("output") or ""
+    elided = int(call.get("elided_chars") or 0)
+    return estimate_tokens(out) + (elided // 4)
+
+
+@dataclass
+class Firing:
+    dataset: str
+    traj_id: str
+    i: int
+    verdict: str
+    rule: str
+    patterns: list[str]
+    wasted: bool  # oracle: same call earlier with the same (number-masked) output
+    repeat: bool  # the same call was made before
+    tokens: int
+    later_calls: int
+    prompt_tokens: int | None
+
+
+@dataclass
+class RunStats:
+    calls: int = 0
+    fired: list[Firing] = field(default_factory=list)
+    quiet: list[tuple[str, str, int, bool, bool]] = field(default_factory=list)  # dataset, traj, i, wasted, repeat
+    verdicts: Counter[str] = field(default_factory=Counter)
+    patterns: Counter[str] = field(default_factory=Counter)
+    invariant_hits: Counter[str] = field(default_factory=Counter)
+    test_reruns_after_edit: int = 0
+    test_reruns_after_edit_fired: int = 0
+    us: list[float] = field(default_factory=list)
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    path = SHARED / DATASETS[name]
+    with gzip.open(path, "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def replay(name: str, runs: list[dict[str, Any]], rules: RuleSet, stats: RunStats) -> None:
+    redactor = Redactor()
+    for run in runs:
+        tid = run["traj_id"]
+        state = TaskState(task_id=tid)
+        seq = 0
+
+        def append(kind: str, payload: dict[str, Any], state_in: TaskState) -> TaskState:
+            nonlocal seq
+            seq += 1
+            ev = Event(tid, seq, kind, payload)
+            guard.observe(kind, payload, seq)
+            return apply_event(state_in, ev)
+
+        guard = LoopGuard()
+        state = append("task_started", {"objective": f"replay {tid}", "plan": []}, state)
+        seen: dict[str, str] = {}  # call key -> number-masked output of its last run
+        edited_since: dict[str, bool] = {}  # call key -> a write happened since its last run
+        calls = run["calls"]
+        for idx, call in enumerate(calls):
+            tool, args, output = call["tool"], call["args"], call.get("output") or ""
+            red = redact_value(args, redactor)
+            t0 = time.perf_counter()
+            answer = evaluate(tool, args, state, rules, guard, guard_args=red)
+            stats.us.append((time.perf_counter() - t0) * 1e6)
+            key = args_hash(red) + tool
+            repeat = key in seen
+            wasted = repeat and seen[key] == norm_output(output)
+            verdict = answer["verdict"]
+            stats.calls += 1
+            stats.verdicts[verdict] += 1
+            fired_patterns = [f.split(":")[1] for f in answer.get("fired", [answer.get("rule", "")]) if f]
+            for p in fired_patterns:
+                stats.patterns[f"{p}"] += 1
+            command = args.get("command") if isinstance(args, dict) else None
+            if isinstance(command, str) and repeat and edited_since.get(key) and analyse(command).runs_tests:
+                stats.test_reruns_after_edit += 1
+                if verdict != "allow":
+                    stats.test_reruns_after_edit_fired += 1
+            if verdict != "allow":
+                stats.fired.append(Firing(name, tid, idx, verdict, answer.get("rule", ""), fired_patterns, wasted,
+                                          repeat, output_tokens(call), len(calls) - idx - 1,
+                                          call.get("prompt_tokens")))
+            else:
+                stats.quiet.append((name, tid, idx, wasted, repeat))
+            for hit in rules.evaluate(tool, args, state.flags, state.completed):
+                stats.invariant_hits[hit.rule.id] += 1
+            # observe: the journal event for this outcome
+            a_hash = args_hash(red)
+            digest = hashlib.sha256(output.encode("utf-8", "surrogatepass")).hexdigest()
+            payload: dict[str, Any] = {"tool": tool, "args_hash": a_hash, "args": short_args(red), "sha256": digest,
+                                       "bytes": len(output), "tokens": output_tokens(call), "ref": None,
+                                       "stored_ref": "mem://sha256:" + digest, "offloaded": False}
+            if call.get("error"):
+                payload["error_signature"] = error_signature(output)
+                payload["error"] = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")[:300]
+                state = append("tool_failure", payload, state)
+            else:
+                payload["result_signature"] = digest[:16]
+                state = append("tool_result", payload, state)
+            writes = isinstance(command, str) and analyse(command).writes
+            for k in list(edited_since):
+                edited_since[k] = edited_since[k] or bool(writes)
+            seen[key] = norm_output(output)
+            edited_since[key] = False
+
+
+def memory_profile(runs: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
+    """(calls, guard.memory_bytes(), tracemalloc bytes) for one guard fed every call of every run."""
+    guard = LoopGuard()
+    out: list[tuple[int, int, int]] = []
+    marks = {1000, 2000, 5000, 9000}
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    n = 0
+    for run in runs:
+        for call in run["calls"]:
+            out_text = call.get("output") or ""
+            digest = hashlib.sha256(out_text.encode("utf-8", "surrogatepass")).hexdigest()
+            args = call["args"]
+            guard.remember(call["tool"], args)
+            kind = "tool_failure" if call.get("error") else "tool_result"
+            payload = {"tool": call["tool"], "args_hash": args_hash(args), "args": short_args(args),
+                       "result_signature": digest[:16], "sha256": digest, "tokens": output_tokens(call),
+                       "error": out_text[:300]}
+            guard.observe(kind, payload)
+            n += 1
+            if n in marks:
+                out.append((n, guard.memory_bytes(), tracemalloc.get_traced_memory()[0] - base))
+    tracemalloc.stop()
+    return out
+
+
+def read_labels() -> dict[str, dict[str, Any]]:
+    if not LABELS.exists():
+        return {}
+    labels = {}
+    for line in LABELS.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            item = json.loads(line)
+            labels[item["id"]] = item
+    return labels
+
+
+def sample(stats: RunStats, seed: int = 7) -> tuple[list[Firing], list[tuple[str, str, int, bool, bool]]]:
+    """Every firing, and 60 non-firings: 30 repeats of an earlier call (the hard cases) and 30 others."""
+    rng = random.Random(seed)
+    repeats = [q for q in stats.quiet if q[4]]
+    others = [q for q in stats.quiet if not q[4]]
+    chosen = rng.sample(repeats, min(30, len(repeats))) + rng.sample(others, min(30, len(others)))
+    return stats.fired, chosen
+
+
+def item_id(dataset: str, traj: str, i: int) -> str:
+    return f"{dataset}:{traj}:{i}"
+
+
+def dump_sample(path: Path, runs: dict[str, dict[str, dict[str, Any]]], fired: list[Firing],
+                quiet: list[tuple[str, str, int, bool, bool]]) -> None:
+    """Write what a labeller reads: the call, the earlier same call, and the calls in between."""
+
+    def show(call: dict[str, Any]) -> dict[str, Any]:
+        args = json.dumps(call["args"], ensure_ascii=False)
+        out = call.get("output") or ""
+        return {"i": call["i"], "tool": call["tool"], "args": args[:300], "error": call.get("error"),
+                "output": out[:300]}
+
+    with path.open("w", encoding="utf-8") as fh:
+        for kind, ds, traj, i, extra in ([("fired", f.dataset, f.traj_id, f.i, {"verdict": f.verdict, "rule": f.rule,
+                                                                               "patterns": f.patterns,
+                                                                               "oracle_wasted": f.wasted})
+                                          for f in fired]
+                                         + [("quiet", q[0], q[1], q[2], {"oracle_wasted": q[3], "repeat": q[4]})
+                                            for q in quiet]):
+            calls = runs[ds][traj]["calls"]
+            call = calls[i]
+            key = json.dumps(call["args"], sort_keys=True) + call["tool"]
+            prev = next((j for j in range(i - 1, -1, -1)
+                         if json.dumps(calls[j]["args"], sort_keys=True) + calls[j]["tool"] == key), None)
+            start = prev if prev is not None else max(0, i - 4)
+            context = [show(calls[j]) for j in range(max(start, i - 8), i)]
+            fh.write(json.dumps({"id": item_id(ds, traj, i), "kind": kind, **extra, "prev_same_call": prev,
+                                 "call": show(call), "before": context}, ensure_ascii=False) + "\n")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "precheck.md"))
+    parser.add_argument("--dump-sample", help="write the labelling sample (jsonl) here")
+    parser.add_argument("--with-example-rules", action="store_true",
+                        help="also count how often invariants.example.toml fires on the data")
+    args = parser.parse_args()
+    if not (SHARED / DATASETS["miniswe"]).exists():
+        print(f"data not found under {SHARED}; set BOSUN_SHARED", file=sys.stderr)
+        return 2
+    example = parse_rules((ROOT / "invariants.example.toml").read_text(), "invariants.example.toml")
+    data = {name: load(name) for name in DATASETS}
+    per: dict[str, RunStats] = {}
+    for name, runs in data.items():
+        per[name] = RunStats()
+        replay(name, runs, RuleSet(), per[name])
+    rule_hits: dict[str, Counter[str]] = {}
+    if args.with_example_rules:
+        for name, runs in data.items():
+            s = RunStats()
+            replay(name, runs, example, s)
+            rule_hits[name] = s.invariant_hits
+    everything = RunStats()
+    for s in per.values():
+        everything.fired += s.fired
+        everything.quiet += s.quiet
+    fired, quiet = sample(everything)
+    by_id = {name: {r["traj_id"]: r for r in runs} for name, runs in data.items()}
+    if args.dump_sample:
+        dump_sample(Path(args.dump_sample), by_id, fired, quiet)
+        print(f"sample: {len(fired)} firings + {len(quiet)} non-firings -> {args.dump_sample}")
+    labels = read_labels()
+    lines = report(per, fired, quiet, labels, data, rule_hits)
+    Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
+    return 0
+
+
+def pct(a: int, b: int) -> str:
+    return f"{a}/{b} = {a / b:.3f}" if b else f"{a}/0 = n/a"
+
+
+def report(per: dict[str, RunStats], fired: list[Firing], quiet: list[tuple[str, str, int, bool, bool]],
+           labels: dict[str, dict[str, Any]], data: dict[str, list[dict[str, Any]]],
+           rule_hits: dict[str, Counter[str]]) -> list[str]:
+    lines = ["# precheck / loop guard evaluation", "",
+             "Generated by `bench/loop_eval.py` (replay of the dev trajectories through observe + precheck).", ""]
+    lines += ["## How often each verdict and pattern fires", "",
+              "| data | runs | calls | allow | suggest_alternative | warn | block | patterns fired |",
+              "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for name, s in per.items():
+        pats = ", ".join(f"{k} {v}" for k, v in sorted(s.patterns.items()))
+        lines.append(f"| {name} | {len(data[name])} | {s.calls} | {s.verdicts['allow']} | "
+                     f"{s.verdicts['suggest_alternative']} | {s.verdicts['warn']} | {s.verdicts['block']} | {pats} |")
+    lines += ["", "## Oracle: was the flagged call a wasted repeat?", "",
+              "Oracle: the same call (tool + args) was made earlier in the run and returned the same output "
+              "(numbers masked). It needs no labeller but only covers exact repeats, so it judges "
+              "`suggest_alternative` and `block`; warnings on new arguments are judged by hand below.", "",
+              "| data | verdict | fired | wasted (oracle) | precision |", "|---|---|---:|---:|---:|"]
+    for name, s in per.items():
+        for verdict in ("suggest_alternative", "block"):
+            f = [x for x in s.fired if x.verdict == verdict]
+            lines.append(f"| {name} | {verdict} | {len(f)} | {sum(x.wasted for x in f)} | "
+                         f"{pct(sum(x.wasted for x in f), len(f))} |")
+    lines += ["", "Recall against the oracle (every exact repeat with the same output, in hindsight; many follow "
+              "an edit that happened not to change the output, which no guard can know before running):", "",
+              "| data | wasted repeats (oracle) | flagged | recall |", "|---|---:|---:|---:|"]
+    for name, s in per.items():
+        total = sum(1 for q in s.quiet if q[3]) + sum(1 for f in s.fired if f.wasted)
+        caught = sum(1 for f in s.fired if f.wasted and f.verdict in ("suggest_alternative", "block"))
+        lines.append(f"| {name} | {total} | {caught} | {pct(caught, total)} |")
+    lines += ["", "## Re-running tests after an edit (the data README's warning)", ""]
+    for name, s in per.items():
+        lines.append(f"- {name}: {s.test_reruns_after_edit} test commands repeated after an edit; "
+                     f"flagged: {s.test_reruns_after_edit_fired}")
+    # hand labels
+    lines += ["", "## Hand labels (`bench/labels/loop_labels.jsonl`)", ""]
+    ids_fired = {item_id(f.dataset, f.traj_id, f.i): f for f in fired}
+    ids_quiet = {item_id(q[0], q[1], q[2]): q for q in quiet}
+    lab_f = {k: v for k, v in labels.items() if k in ids_fired}
+    lab_q = {k: v for k, v in labels.items() if k in ids_quiet}
+    if not labels:
+        lines.append("No labels yet: run with `--dump-sample FILE`, read it, write the labels file.")
+    else:
+        lines.append(f"Labelled: {len(lab_f)} firings (of {len(ids_fired)}), {len(lab_q)} non-firings "
+                     f"(of {len(ids_quiet)} sampled: half repeats of an earlier call, half other calls).")
+        lines += ["", "| verdict | labelled | real loop / wasted | precision |", "|---|---:|---:|---:|"]
+        for verdict in ("block", "suggest_alternative", "warn"):
+            items = [lab_f[k] for k in lab_f if ids_fired[k].verdict == verdict]
+            good = sum(1 for it in items if it["label"] == "wasted")
+            lines.append(f"| {verdict} | {len(items)} | {good} | {pct(good, len(items))} |")
+        allf = list(lab_f.values())
+        good_all = sum(1 for it in allf if it["label"] == "wasted")
+        lines.append(f"| all firings | {len(allf)} | {good_all} | {pct(good_all, len(allf))} |")
+        missed = [v for v in lab_q.values() if v["label"] == "wasted"]
+        lines += ["", f"Non-firings labelled wasted (missed loops): {pct(len(missed), len(lab_q))}."]
+        # recall estimate: weight the sampled strata back to the population
+        q_all = [q for s in per.values() for q in s.quiet]
+        strata = {True: [q for q in q_all if q[4]], False: [q for q in q_all if not q[4]]}
+        est_missed = 0.0
+        for flag, pop in strata.items():
+            lab = [lab_q[k] for k, q in ids_quiet.items() if k in lab_q and q[4] == flag]
+            if lab:
+                est_missed += len(pop) * sum(1 for v in lab if v["label"] == "wasted") / len(lab)
+        caught = sum(1 for f in fired if labels.get(item_id(f.dataset, f.traj_id, f.i), {}).get("label") == "wasted")
+        if caught + est_missed:
+            lines.append(f"Estimated recall (firings labelled wasted / (those + missed loops extrapolated from the "
+                         f"stratified sample to all {len(q_all)} quiet calls)): {caught}/({caught}+{est_missed:.1f}) = "
+                         f"{caught / (caught + est_missed):.3f}.")
+    # savings
+    lines += ["", "## What a run would have saved", "",
+              "Counting only flagged calls the oracle confirms as wasted repeats (`suggest_alternative` answered "
+              "with the stored ref, or `block`). Tokens: the skipped output (len(output)+elided chars). Context "
+              "tokens: that output times the number of later calls that would have carried it in their prompt.", "",
+              "| data | calls saved | output tokens saved | context tokens saved (upper bound) | runs affected |",
+              "|---|---:|---:|---:|---:|"]
+    for name, s in per.items():
+        saved = [f for f in s.fired if f.wasted and f.verdict in ("suggest_alternative", "block")]
+        lines.append(f"| {name} | {len(saved)} | {sum(f.tokens for f in saved):,} | "
+                     f"{sum(f.tokens * f.later_calls for f in saved):,} | {len({f.traj_id for f in saved})} |")
+    if rule_hits:
+        lines += ["", "## invariants.example.toml on the same data (informational)", ""]
+        for name, hits in rule_hits.items():
+            lines.append(f"- {name}: " + (", ".join(f"{k} {v}" for k, v in hits.most_common()) or "no rule fired"))
+    # memory and core speed
+    prof = memory_profile(data["miniswe"])
+    lines += ["", "## Memory per task (bounded)", "",
+              "One LoopGuard fed all miniswe calls in sequence as if one task (worst case: nothing is forgotten "
+              "by task end). `memory_bytes` = sizes of the guard's tables; tracemalloc = every allocation.", "",
+              "| calls | guard tables (bytes) | per 1,000 calls | tracemalloc (bytes) |", "|---:|---:|---:|---:|"]
+    for n, b, t in prof:
+        lines.append(f"| {n:,} | {b:,} | {b * 1000 // n:,} | {t:,} |")
+    us = [u for s in per.values() for u in s.us]
+    lines += ["", f"Core precheck (`core.precheck.evaluate`, no I/O): median {statistics.median(us):.1f} us, "
+              f"p99 {sorted(us)[int(len(us) * 0.99)]:.1f} us over {len(us):,} calls."]
+    return lines
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
