@@ -31,7 +31,7 @@ import statistics
 import sys
 import time
 import tracemalloc
-from collections import Counter, defaultdict
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,22 +109,29 @@ def load(name: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh]
 
 
+class Journal:
+    """One replayed task: events folded by the real reducer and fed to the loop guard, as the server does."""
+
+    def __init__(self, task_id: str) -> None:
+        self.task_id = task_id
+        self.state = TaskState(task_id=task_id)
+        self.guard = LoopGuard()
+        self.seq = 0
+
+    def append(self, kind: str, payload: dict[str, Any]) -> TaskState:
+        self.seq += 1
+        self.guard.observe(kind, payload, self.seq)
+        self.state = apply_event(self.state, Event(self.task_id, self.seq, kind, payload))
+        return self.state
+
+
 def replay(name: str, runs: list[dict[str, Any]], rules: RuleSet, stats: RunStats) -> None:
     redactor = Redactor()
     for run in runs:
         tid = run["traj_id"]
-        state = TaskState(task_id=tid)
-        seq = 0
-
-        def append(kind: str, payload: dict[str, Any], state_in: TaskState) -> TaskState:
-            nonlocal seq
-            seq += 1
-            ev = Event(tid, seq, kind, payload)
-            guard.observe(kind, payload, seq)
-            return apply_event(state_in, ev)
-
-        guard = LoopGuard()
-        state = append("task_started", {"objective": f"replay {tid}", "plan": []}, state)
+        journal = Journal(tid)
+        guard = journal.guard
+        state = journal.append("task_started", {"objective": f"replay {tid}", "plan": []})
         seen: dict[str, str] = {}  # call key -> number-masked output of its last run
         edited_since: dict[str, bool] = {}  # call key -> a write happened since its last run
         calls = run["calls"]
@@ -165,10 +172,10 @@ def replay(name: str, runs: list[dict[str, Any]], rules: RuleSet, stats: RunStat
             if call.get("error"):
                 payload["error_signature"] = error_signature(output)
                 payload["error"] = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")[:300]
-                state = append("tool_failure", payload, state)
+                state = journal.append("tool_failure", payload)
             else:
                 payload["result_signature"] = digest[:16]
-                state = append("tool_result", payload, state)
+                state = journal.append("tool_result", payload)
             writes = isinstance(command, str) and analyse(command).writes
             for k in list(edited_since):
                 edited_since[k] = edited_since[k] or bool(writes)
