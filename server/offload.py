@@ -16,6 +16,8 @@ import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp.types import CallToolResult, TextContent
+
 from bosun.core.errors import InvalidInput, NotFound
 from bosun.core.ledger import parse_prices
 from bosun.core.loopguard import args_hash, canonical_args, error_signature, shell_command
@@ -45,6 +47,40 @@ MEDIA_TEXT = "text/plain; charset=utf-8"
 
 def _compact(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def as_result(answer: dict[str, Any], text: str | None = None) -> CallToolResult:
+    """A tool answer whose model-facing text is compact (one-line JSON, or ``text``), not indented JSON.
+
+    The SDK would render a returned dict with indent=2; the indentation alone costs the agent
+    ~25% more tokens on every call. ``structured_content`` keeps the dict for programs.
+    """
+    return CallToolResult(content=[TextContent(type="text", text=text if text is not None else _compact(answer))],
+                          structured_content=answer)
+
+
+def slim_schema(schema: Any) -> Any:
+    """A tool input schema without what costs tokens and says nothing: pydantic ``title``s, and
+    ``anyOf [T, null]`` + ``default: null`` on optional parameters (an omitted optional is null)."""
+    if isinstance(schema, list):
+        return [slim_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: slim_schema(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    any_of = out.get("anyOf")
+    if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of and out.get("default", 0) is None:
+        other = next(s for s in any_of if s != {"type": "null"})
+        out.pop("anyOf")
+        out.pop("default")
+        out = {**other, **out}
+    return out
+
+
+def slim_tool(mcp: Any, name: str) -> None:
+    """Apply ``slim_schema`` to a registered tool (the listing every agent pays for on every turn)."""
+    tool = mcp._tool_manager.get_tool(name)
+    if tool is not None:
+        tool.parameters = slim_schema(tool.parameters)
 
 
 def answer_tokens(answer: dict[str, Any]) -> int:

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from bosun.core.compaction import digest_line, items_from_events, plan_compaction
@@ -27,7 +27,7 @@ from bosun.core.offload import get_mode, short_ref
 from bosun.core.query import bound
 from bosun.core.seal import SEAL_PREFIX
 from bosun.server.errors import tool_errors
-from bosun.server.offload import offload_of
+from bosun.server.offload import as_result, offload_of, slim_tool
 from bosun.server.tasks import check_task_id, tasks_of
 
 CheckpointMode = Literal["snapshot", "resume", "report", "compact", "trim", "clear"]
@@ -37,7 +37,7 @@ MEDIA_JSON = "application/json"
 def register(mcp: MCPServer[Any]) -> None:
     from bosun.server.app import engine_of
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False), structured_output=True)
+    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
     @tool_errors
     async def checkpoint(
         task_id: str,
@@ -47,7 +47,7 @@ def register(mcp: MCPServer[Any]) -> None:
         target_tokens: Annotated[int | None, Field(description="trim: tokens to free")] = None,
         prune_mode: Literal["cache_ttl", "conservative", "balanced", "aggressive"] | None = None,
         max_tokens: Annotated[int, Field(description="bound on resume/report text")] = 1500,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Snapshot | resume | report | compact | trim | clear (plans move history into refs; nothing is deleted)."""
         engine = engine_of(ctx)
         tasks = tasks_of(engine)
@@ -113,4 +113,6 @@ def register(mcp: MCPServer[Any]) -> None:
             out["seal"] = SEAL_PREFIX + state.seal
         if drift is not None:
             out["drift"] = "ok" if drift.get("verdict") == "ok" else drift
-        return out
+        return as_result(out)
+
+    slim_tool(mcp, "checkpoint")

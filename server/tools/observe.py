@@ -15,11 +15,12 @@ from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from bosun.core.errors import InvalidInput
 from bosun.server.errors import tool_errors
-from bosun.server.offload import offload_of
+from bosun.server.offload import as_result, offload_of, slim_tool
 from bosun.server.tasks import check_task_id, tasks_of
 
 ObserveKind = Literal["result", "failure", "dropped", "file", "decision", "constraint", "head", "contract"]
@@ -29,7 +30,7 @@ PruneModeName = Literal["cache_ttl", "conservative", "balanced", "aggressive"]
 def register(mcp: MCPServer[Any]) -> None:
     from bosun.server.app import engine_of
 
-    @mcp.tool(structured_output=True)
+    @mcp.tool()
     @tool_errors
     async def observe(
         task_id: str,
@@ -45,7 +46,7 @@ def register(mcp: MCPServer[Any]) -> None:
         mode: Annotated[PruneModeName | None, Field(description="pruning mode for this call")] = None,
         offload: Annotated[bool | None, Field(description="force offload (true) or pass-through (false)")] = None,
         agent: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Log an action. Big results come back as a stub (ref + outline); fetch parts with recall."""
         engine = engine_of(ctx)
         svc = offload_of(engine)
@@ -64,4 +65,6 @@ def register(mcp: MCPServer[Any]) -> None:
             out = await svc.observe_text(task_id, kind, text if text is not None else result, agent)
         if drift is not None:  # lean when intact: the full block only when something drifted
             out["drift"] = "ok" if drift.get("verdict") == "ok" else drift
-        return out
+        return as_result(out)
+
+    slim_tool(mcp, "observe")

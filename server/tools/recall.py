@@ -6,14 +6,14 @@ from typing import Annotated, Any, Literal
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
 from bosun.core.offload import short_ref
 from bosun.core.query import DEFAULT_MAX_TOKENS, run_query
 from bosun.core.tokens import estimate_tokens
 from bosun.server.errors import tool_errors
-from bosun.server.offload import offload_of
+from bosun.server.offload import as_result, offload_of, slim_tool
 from bosun.store.refs import make_ref, parse_ref
 
 RecallOp = Literal["raw", "head", "tail", "range", "grep", "outline", "aggregate", "jsonl"]
@@ -22,7 +22,7 @@ RecallOp = Literal["raw", "head", "tail", "range", "grep", "outline", "aggregate
 def register(mcp: MCPServer[Any]) -> None:
     from bosun.server.app import engine_of
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True), structured_output=True)
+    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True))
     @tool_errors
     async def recall(
         ref: Annotated[str, Field(description="mem://sha256:<hex> from observe")],
@@ -42,7 +42,7 @@ def register(mcp: MCPServer[Any]) -> None:
         fields: Annotated[list[str] | None, Field(description="jsonl: fields to keep")] = None,
         path: Annotated[str | None, Field(description="jsonl: list inside a JSON document")] = None,
         task_id: Annotated[str | None, Field(description="count this recall in the task's ledger")] = None,
-    ) -> dict[str, Any]:
+    ) -> CallToolResult:
         """Read part of a stored payload, verified against its hash: head|tail|range|grep|raw|outline|aggregate|jsonl."""
         engine = engine_of(ctx)
         off = offload_of(engine)
@@ -64,9 +64,14 @@ def register(mcp: MCPServer[Any]) -> None:
         if res.note:
             out["note"] = res.note
         out.update(res.extra)
+        # the model reads the text itself under a one-line header, not JSON-escaped text
+        meta = {k: v for k, v in out.items() if k not in ("text", "ref", "recall")}
+        text = f"[{short_ref(digest)} {' '.join(f'{k}={v}' for k, v in meta.items())}]\n{res.text}"
         if task_id is not None:
-            await off.note_recall(task_id, make_ref(digest), op, estimate_tokens(res.text))
-        return out
+            await off.note_recall(task_id, make_ref(digest), op, estimate_tokens(text))
+        return as_result(out, text)
+
+    slim_tool(mcp, "recall")
 
     @mcp.resource("bosun://ref/{sha256}", mime_type="application/octet-stream")
     async def ref_resource(sha256: str, ctx: Context) -> bytes:  # type: ignore[type-arg]
