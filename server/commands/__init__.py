@@ -6,4 +6,4 @@ Keep imports inside ``run``: ``bosun hook`` must start without numpy or fastembe
 
 from __future__ import annotations
 
-COMMAND_MODULES: list[str] = ["bosun.server.commands.invariants", "bosun.server.commands.verify"]  # dotted module names, imported lazily by the CLI
+COMMAND_MODULES: list[str] = ["bosun.server.commands.invariants", "bosun.server.commands.verify", "bosun.server.commands.select"]  # dotted module names, imported lazily by the CLI

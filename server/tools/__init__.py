@@ -11,5 +11,6 @@ from __future__ import annotations
 from types import ModuleType
 
 from bosun.server.tools import checkpoint, handoff, observe, plan, precheck, recall
+from bosun.server.tools import select as select_tool
 
-TOOL_MODULES: list[ModuleType] = [recall, plan, precheck, handoff, observe, checkpoint]
+TOOL_MODULES: list[ModuleType] = [recall, plan, precheck, handoff, observe, checkpoint, select_tool]

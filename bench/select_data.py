@@ -1,0 +1,121 @@
+"""Data loading and cached embedding for the select_context benchmarks.
+
+Reads the evaluation sets from ``../shared/data`` (override with ``BOSUN_SHARED``)
+and embeds them through a real Engine whose home is a bench cache directory
+(``BOSUN_BENCH_HOME``, default ``~/.cache/bosun-bench``), so a second run reuses
+the stored vectors instead of re-embedding.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bosun.core.embedding import Vectors
+
+
+def shared_dir() -> Path:
+    env = os.environ.get("BOSUN_SHARED", "").strip()
+    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def bench_home() -> Path:
+    env = os.environ.get("BOSUN_BENCH_HOME", "").strip()
+    return Path(env).expanduser() if env else Path("~/.cache/bosun-bench").expanduser()
+
+
+def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+@dataclass
+class Case:
+    """One selection problem: a goal, candidate texts, context, and the gold labels."""
+
+    cid: str
+    goal: str
+    candidates: list[str]
+    context: list[str] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    gold: dict[str, Any] = field(default_factory=dict)
+
+
+def hotpot_cases() -> list[Case]:
+    out = []
+    for row in _jsonl(shared_dir() / "data" / "selection" / "hotpot-dev.jsonl.gz"):
+        texts = [f"{p['title']}\n{p['text']}" for p in row["passages"]]
+        support = [i for i, p in enumerate(row["passages"]) if p["supporting"]]
+        out.append(Case(row["qid"], row["question"], texts, ids=[str(p["pid"]) for p in row["passages"]],
+                        gold={"support": support}))
+    return out
+
+
+def wice_cases() -> list[Case]:
+    """Claims that some set of sentences supports (sets with at least one sentence)."""
+    out = []
+    for row in _jsonl(shared_dir() / "data" / "claims" / "wice-dev.jsonl.gz"):
+        sets = [sorted(set(s)) for s in row["supporting_sets"] if s]
+        if not sets:
+            continue
+        sents = [s if s.strip() else "(empty)" for s in row["sentences"]]
+        out.append(Case(str(row["id"]), row["claim"], sents, ids=[str(i) for i in range(len(sents))],
+                        gold={"sets": sets, "label": row["label"]}))
+    return out
+
+
+def psiloop_tasks() -> list[dict[str, Any]]:
+    data = json.loads((shared_dir() / "data" / "selection" / "psiloop-benchmark-tasks.json").read_text())
+    return list(data["tasks"])
+
+
+async def embed_all(texts: Sequence[str]) -> dict[str, Vectors]:
+    """Embed every distinct text once through a real Engine (cached on disk by content hash)."""
+    from bosun.server.config import Config
+    from bosun.server.engine import Engine
+
+    uniq = list(dict.fromkeys(texts))
+    engine = Engine(Config(home=bench_home(), policies=[]))
+    await engine.open()
+    try:
+        out: dict[str, Vectors] = {}
+        for start in range(0, len(uniq), 256):
+            chunk = uniq[start : start + 256]
+            vecs = await engine.embed(chunk)
+            out.update(zip(chunk, np.asarray(vecs), strict=True))
+        return out
+    finally:
+        await engine.close()
+
+
+def all_texts(cases: Sequence[Case]) -> list[str]:
+    texts: list[str] = []
+    for c in cases:
+        texts.append(c.goal)
+        texts.extend(c.candidates)
+        texts.extend(c.context)
+    return texts
+
+
+if __name__ == "__main__":
+    import asyncio
+    import time
+
+    t0 = time.perf_counter()
+    cases = hotpot_cases() + wice_cases()
+    tasks = psiloop_tasks()
+    extra = [t["goal"] for t in tasks] + [x for t in tasks for x in t["current_context"]]
+    extra += [c["text"] for t in tasks for c in t["candidates"]]
+    texts = all_texts(cases) + extra
+    vecs = asyncio.run(embed_all(texts))
+    print(f"{len(vecs)} distinct texts embedded/cached in {time.perf_counter() - t0:.1f}s")

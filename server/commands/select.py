@@ -1,0 +1,113 @@
+"""``bosun select FILE``: run select_context on a JSON file and print a readable table.
+
+FILE holds ``{"goal": ..., "candidates": [...], "context": [...], "budget": N}``
+(``budget_tokens`` is accepted too; ``-`` reads stdin). It runs standalone with
+the embedded model on a private Engine over ``--home`` (default $BOSUN_HOME), so
+embeddings are cached there and a second run does not re-embed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+NAME = "select"
+HELP = "pick the context that fits a token budget (select_context on a JSON file)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help='JSON file {goal, candidates, context, budget} ("-" for stdin)')
+    parser.add_argument("--strategy", choices=["hybrid", "psi0", "mmr", "baseline"], help="default: the file's, else hybrid")
+    parser.add_argument("--budget", type=int, help="override the file's budget (tokens)")
+    parser.add_argument("--mmr-lambda", type=float, default=0.7)
+    parser.add_argument("--rejected", type=int, default=5, help="how many rejected items to show")
+    parser.add_argument("--json", action="store_true", help="print the tool's JSON result instead of a table")
+    parser.add_argument("--home", help="state directory (default $BOSUN_HOME or ~/.bosun)")
+
+
+def load_request(path: str) -> dict[str, Any]:
+    """Read and shape-check the request file; SystemExit-friendly ValueError on bad input."""
+    try:
+        raw = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ValueError(f"{path}: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected an object {{goal, candidates, context, budget}}")
+    unknown = sorted(set(data) - {"goal", "candidates", "context", "budget", "budget_tokens", "strategy"})
+    if unknown:
+        raise ValueError(f"{path}: unknown keys {unknown} (accepted: goal, candidates, context, budget, strategy)")
+    return data
+
+
+def render_table(result: dict[str, Any], goal: str) -> str:
+    """The forensic view as plain text columns."""
+    lines = [f"goal: {goal}", f"strategy: {result['strategy']}   budget: {result['budget_tokens']} tokens   "
+             f"used: {result['tokens_used']}   candidates: {result['candidates']}", ""]
+    if result.get("note"):
+        lines += [f"note: {result['note']}", ""]
+    if result["selected"]:
+        lines.append(f"{'#':>2}  {'id':<24} {'tokens':>6} {'relev':>6} {'novel':>6} {'score':>6}  why")
+        for row in result["selected"]:
+            lines.append(f"{row['rank']:>2}  {_cut(row['id'], 24):<24} {row['tokens']:>6} {row['relevance']:>6.2f} "
+                         f"{row['novelty']:>6.2f} {row['score']:>6.2f}  {row['why']}")
+        lines.append("")
+    if result["rejected"]:
+        lines.append(f"rejected (strongest {len(result['rejected'])} of {result['rejected_total']}):")
+        lines.append(f"    {'id':<24} {'tokens':>6} {'relev':>6}  {'reason':<12} why")
+        for row in result["rejected"]:
+            lines.append(f"    {_cut(row['id'], 24):<24} {row['tokens']:>6} {row['relevance']:>6.2f}  "
+                         f"{row['reason']:<12} {row['why']}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from bosun.core.errors import BosunError
+    from bosun.core.select import Params
+    from bosun.server.config import Config
+    from bosun.server.engine import Engine
+    from bosun.server.select_service import run_selection, to_result
+
+    try:
+        req = load_request(args.file)
+    except ValueError as exc:
+        print(f"bosun select: {exc}", file=sys.stderr)
+        return 2
+    budget = args.budget if args.budget is not None else req.get("budget", req.get("budget_tokens", 2000))
+    strategy = args.strategy or req.get("strategy") or "hybrid"
+    config = Config()
+    if args.home:
+        config.home = Path(args.home).expanduser()
+
+    async def go() -> dict[str, Any]:
+        engine = Engine(config)
+        await engine.open()
+        try:
+            out = await run_selection(engine, req.get("goal"), req.get("candidates"), req.get("context"), budget,
+                                      strategy, Params(mmr_lambda=args.mmr_lambda))
+            return to_result(out, show_rejected=args.rejected)
+        finally:
+            await engine.close()
+
+    try:
+        result = asyncio.run(go())
+    except BosunError as exc:
+        print(f"bosun select: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        sys.stdout.write(render_table(result, str(req.get("goal"))))
+    return 0

@@ -1,0 +1,270 @@
+"""select_context: core selection logic (HashEmbedder) and the tool's contract."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from mcp import Client
+
+from bosun.core.embedding import HashEmbedder, l2_normalise
+from bosun.core.errors import InvalidInput
+from bosun.core.select import NEAR_TIE_EPSILON, STRATEGIES, Params, Pool, select
+from bosun.core.select_lexical import LexicalView, terms
+from bosun.core.tokens import estimate_tokens
+
+EMB = HashEmbedder(64)
+
+
+def make_pool(goal: str, cands: list[str], ctx: list[str] | None = None, ids: list[str] | None = None) -> Pool:
+    ctx = ctx or []
+    return Pool(
+        goal=EMB.embed([goal])[0],
+        candidates=EMB.embed(cands),
+        tokens=[estimate_tokens(c) for c in cands],
+        labels=ids or [f"c{i}" for i in range(len(cands))],
+        context=EMB.embed(ctx) if ctx else None,
+        context_labels=[f"ctx{i}" for i in range(len(ctx))],
+        candidate_texts=cands,
+        goal_text=goal,
+        context_texts=ctx,
+    )
+
+
+def vec_pool(goal: list[float], cands: list[list[float]], tokens: list[int], ctx: list[list[float]] | None = None) -> Pool:
+    """A pool with hand-made geometry, for rules that must hold exactly."""
+    return Pool(
+        goal=l2_normalise(np.array(goal, dtype=np.float32))[0],
+        candidates=l2_normalise(np.array(cands, dtype=np.float32)),
+        tokens=tokens,
+        labels=[f"c{i}" for i in range(len(cands))],
+        context=l2_normalise(np.array(ctx, dtype=np.float32)) if ctx else None,
+        context_labels=[f"ctx{i}" for i in range(len(ctx or []))],
+    )
+
+
+GOAL = "improve api retry handling for transient failures and rate limits"
+CANDS = [
+    "improve api retry handling for transient failures with fixed delay",
+    "exponential backoff with jitter reduces rate limit collisions during retries",
+    "capture request ids in logs for easier debugging",
+]
+CTX = ["the current client already retries transient failures with fixed delay"]
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_every_strategy_respects_the_budget_and_orders_picks(strategy: str) -> None:
+    pool = make_pool(GOAL, CANDS * 3, CTX, ids=[f"c{i}" for i in range(9)])
+    for budget in (0, 5, 13, 30, 1000):
+        sel = select(pool, budget, strategy)
+        assert sel.tokens_used <= budget
+        assert len(set(sel.indices)) == len(sel.indices)
+        # every candidate is either selected or rejected with a reason
+        assert sorted(sel.indices + [r.index for r in sel.rejected]) == list(range(9))
+
+
+def test_novelty_is_against_the_nearest_item_not_the_centroid() -> None:
+    # the candidate copies one of three context items: the centroid would call it fairly novel
+    ctx = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]
+    pool = vec_pool([1, 1, 1, 1], [[1, 0, 0, 0.01], [0, 0, 0.2, 1]], [10, 10], ctx)
+    sel = select(pool, 10, "psi0", Params(redundancy_threshold=1.0001))
+    assert sel.indices == [1]
+    first = select(pool, 100, "psi0", Params(redundancy_threshold=1.0001))
+    copy = next(p for p in first.selected if p.index == 0)
+    assert copy.novelty < 0.01
+
+
+def test_selection_is_iterative_each_pick_joins_the_context() -> None:
+    # c0 and c1 are near-copies; c2 is less relevant but new. Baseline takes both copies.
+    pool = vec_pool([1, 0.3, 0], [[1, 0, 0], [1, 0.02, 0], [0.3, 0.2, 1]], [10, 10, 10])
+    assert select(pool, 20, "baseline").indices == [1, 0]
+    psi = select(pool, 20, "psi0", Params(redundancy_threshold=1.0001))
+    assert psi.indices[0] in (0, 1) and psi.indices[1] == 2
+
+
+def test_near_duplicates_are_rejected_as_redundant_with_the_pick() -> None:
+    pool = make_pool(GOAL, [CANDS[1], CANDS[1] + " ", CANDS[2]])
+    sel = select(pool, 1000, "psi0")
+    assert 1 not in sel.indices or 0 not in sel.indices
+    rej = [r for r in sel.rejected if r.reason == "redundant"]
+    assert len(rej) == 1 and rej[0].redundant_with in ("c0", "c1") and "redundant with" in rej[0].why
+
+
+def test_redundant_with_context_names_the_context_item() -> None:
+    pool = make_pool(GOAL, [CTX[0], CANDS[1]], CTX)
+    sel = select(pool, 1000, "hybrid")
+    assert sel.indices == [1]
+    assert sel.rejected[0].reason == "redundant" and sel.rejected[0].redundant_with == "ctx0"
+
+
+def test_near_tie_rule_picks_higher_value_within_epsilon() -> None:
+    # goal e0, context e3. c0: value 0.60, novelty 0.50 -> 0.300. c1: value 0.50, novelty 0.61 -> 0.305.
+    # c1 scores higher, but by less than NEAR_TIE_EPSILON, so the more valuable c0 wins.
+    def pool_for(c1_ctx: float) -> Pool:
+        c0 = [0.6, 0.0, np.sqrt(1 - 0.36 - 0.25), 0.5]
+        c1 = [0.5, np.sqrt(1 - 0.25 - c1_ctx**2), 0.0, c1_ctx]
+        return Pool(goal=np.array([1, 0, 0, 0], np.float32), candidates=np.array([c1, c0], np.float32),
+                    tokens=[5, 5], labels=["c1", "c0"], context=np.array([[0, 0, 0, 1]], np.float32),
+                    context_labels=["x"])
+
+    tie = select(pool_for(0.39), 5, "psi0")
+    assert 0.305 - 0.300 < NEAR_TIE_EPSILON
+    assert tie.indices == [1] and abs(tie.selected[0].score - 0.300) < 1e-3
+    clear = select(pool_for(0.30), 5, "psi0")  # c1: 0.5 * 0.70 = 0.35, a clear win
+    assert clear.indices == [0]
+
+
+def test_mmr_lambda_one_is_relevance_order() -> None:
+    pool = make_pool(GOAL, CANDS)
+    rel_order = select(pool, 1000, "baseline").indices
+    assert select(pool, 1000, "mmr", Params(mmr_lambda=1.0, redundancy_threshold=1.0001)).indices == rel_order
+
+
+def test_over_budget_items_are_reported_and_smaller_ones_still_fit() -> None:
+    big = "retry handling " * 200
+    pool = make_pool(GOAL, [big, CANDS[1]])
+    sel = select(pool, 50, "psi0")
+    assert sel.indices == [1]
+    assert sel.rejected[0].index == 0 and sel.rejected[0].reason == "over_budget"
+
+
+def test_budget_smaller_than_every_candidate_is_an_empty_answer_with_reason() -> None:
+    sel = select(make_pool(GOAL, CANDS), 3, "hybrid")
+    assert sel.selected == [] and sel.note is not None and "larger than the budget" in sel.note
+
+
+def test_irrelevant_items_fall_below_min_relevance() -> None:
+    pool = vec_pool([1, 0, 0], [[1, 0.1, 0], [0.01, 0, 1]], [5, 5])
+    sel = select(pool, 1000, "psi0", Params(min_relevance=0.05))
+    assert sel.indices == [0]
+    assert sel.rejected[0].index == 1 and sel.rejected[0].reason == "irrelevant"
+
+
+def test_max_items_and_bad_params() -> None:
+    pool = make_pool(GOAL, CANDS)
+    assert len(select(pool, 1000, "hybrid", Params(max_items=1)).selected) == 1
+    with pytest.raises(InvalidInput, match="strategy"):
+        select(pool, 10, "nope")
+    with pytest.raises(InvalidInput, match="mmr_lambda"):
+        select(pool, 10, "mmr", Params(mmr_lambda=2.0))
+
+
+def test_hybrid_multi_hop_follows_the_entity_a_pick_names() -> None:
+    goal = "what office did the actress who starred in kiss and tell hold"
+    cands = [
+        "kiss and tell is a 1945 comedy film starring shirley temple as corliss archer",
+        "shirley temple black was an actress who later served as chief of protocol",
+        "a kiss for corliss is a 1949 comedy film about teenage romance",
+        "the lord high treasurer was an english government office",
+    ]
+    pool = make_pool(goal, cands)
+    toks = pool.tokens
+    budget = toks[0] + toks[1]
+    hyb = select(pool, budget, "hybrid")
+    assert set(hyb.indices) == {0, 1}
+    second = next(p for p in hyb.selected if p.index == 1)
+    assert hyb.selected[0].index == 0 and "linked to c0" in second.why
+
+
+def test_lexical_terms_and_view() -> None:
+    assert terms("The Retries were Failing") == ("retrie", "fail") or terms("The Retries were Failing")[1] == "fail"
+    view = LexicalView(["alpha beta", "beta gamma", "delta"])
+    sims = view.similarity_to("beta")
+    assert sims[0] > 0 and sims[1] > 0 and sims[2] == 0
+    pw = view.pairwise()
+    assert pw.shape == (3, 3) and abs(pw[2, 2] - 1.0) < 1e-5
+
+
+# -- the tool ---------------------------------------------------------------------------------
+async def call(client: Client, **args: Any) -> Any:
+    return await client.call_tool("select_context", args)
+
+
+async def test_tool_selects_in_order_with_the_forensic_view(client: Client) -> None:
+    res = await call(client, goal=GOAL, candidates=[{"id": "dup", "text": CTX[0], "source": "legacy"}, *CANDS[1:]],
+                     context=CTX, budget_tokens=200)
+    assert not res.is_error, res.content[0].text
+    out = res.structured_content
+    ids = [s["id"] for s in out["selected"]]
+    assert "dup" not in ids and ids[0] == "c1"
+    first = out["selected"][0]
+    assert {"id", "rank", "relevance", "novelty", "score", "why", "tokens"} <= set(first)
+    rej = {r["id"]: r for r in out["rejected"]}
+    assert rej["dup"]["reason"] == "redundant" and rej["dup"]["redundant_with"] == "ctx0"
+    assert out["tokens_used"] <= 200
+
+
+async def test_tool_reads_refs_and_caches_embeddings(client: Client, engine: Any) -> None:
+    ref = await engine.refs.put(CANDS[1].encode())
+    args = dict(goal=GOAL, candidates=[{"id": "r", "ref": ref}, CANDS[2]], budget_tokens=500, include_text=True)
+    res = await call(client, **args)
+    out = res.structured_content
+    assert out["selected"][0]["id"] == "r" and out["selected"][0]["text"] == CANDS[1]
+    emb = await engine.embedder()
+    misses = emb.misses
+    before = emb.inner  # the inner model sees no new texts on a repeat
+    calls: list[int] = []
+    orig = before.embed
+
+    def counting(texts: Any) -> Any:
+        calls.append(len(texts))
+        return orig(texts)
+
+    before.embed = counting  # type: ignore[method-assign]
+    try:
+        again = await call(client, **args)
+    finally:
+        before.embed = orig  # type: ignore[method-assign]
+    assert again.structured_content["selected"] == out["selected"] and calls == []
+    assert emb.misses == misses
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        ({"candidates": [{"id": "a", "text": "x y"}, {"id": "a", "text": "z"}]}, "duplicate id 'a'"),
+        ({"candidates": [{"text": "x" * 1_000_001}]}, "candidates[0].text: is 1,000,001 bytes"),
+        ({"candidates": [{"ref": "mem://sha256:" + "0" * 64}]}, "candidates[0].ref"),
+        ({"candidates": [{"id": "a"}]}, "exactly one of text, ref, policy"),
+        ({"candidates": ["ok"], "goal": "  "}, "goal"),
+        ({"candidates": ["ok"], "budget_tokens": -1}, "budget_tokens"),
+        ({"candidates": ["ok"], "context": [{"id": "x", "text": "a", "colour": 1}]}, "unknown keys"),
+    ],
+)
+async def test_tool_bad_input_names_the_field(client: Client, args: dict[str, Any], needle: str) -> None:
+    full = {"goal": GOAL, "budget_tokens": 100, **args}
+    res = await call(client, **full)
+    assert res.is_error and needle in res.content[0].text, res.content[0].text
+
+
+async def test_tool_empty_candidates_and_tiny_budget_are_answers(client: Client) -> None:
+    empty = await call(client, goal=GOAL, candidates=[], budget_tokens=100)
+    assert not empty.is_error and empty.structured_content["selected"] == []
+    assert "no candidates" in empty.structured_content["note"]
+    tiny = await call(client, goal=GOAL, candidates=CANDS, budget_tokens=2)
+    assert not tiny.is_error and tiny.structured_content["selected"] == []
+    assert "larger than the budget" in tiny.structured_content["note"]
+    assert {r["reason"] for r in tiny.structured_content["rejected"]} == {"over_budget"}
+
+
+def test_command_renders_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: Any) -> None:
+    import argparse
+
+    from bosun.server.commands import select as cmd
+
+    req = {"goal": GOAL, "candidates": CANDS, "context": CTX, "budget": 40}
+    path = tmp_path / "req.json"
+    path.write_text(json.dumps(req))
+    parser = argparse.ArgumentParser()
+    cmd.add_arguments(parser)
+    args = parser.parse_args([str(path), "--home", str(tmp_path / "home")])
+    monkeypatch.setattr("bosun.server.engine.default_embedder_factory", lambda _c: HashEmbedder(64))
+    assert cmd.run(args) == 0
+    text = capsys.readouterr().out
+    assert "strategy: hybrid" in text and "relev" in text and "c1" in text
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1]")
+    assert cmd.run(parser.parse_args([str(bad)])) == 2
