@@ -1,0 +1,424 @@
+"""Replay 246 real coding-agent runs through observe, as an agent using bosun would.
+
+Data: ../shared/data/trajectories/miniswe-dev.jsonl.gz (mini-swe-agent + Gemini 3 Pro on
+SWE-bench Verified; one bash command per step with its output).
+
+Model of the agent with bosun (the harness hands every tool output to ``observe`` and puts
+bosun's answer in the prompt instead of the output):
+- a passed-through output costs exactly what it cost without bosun (the answer is not shown);
+- an offloaded output costs its stub (the compact JSON the agent reads);
+- what the agent used next (lines it copied into its next commands, names and paths it typed
+  that it had learned from that output) must be in the stub, or it issues ONE recall turn
+  (up to 3 parallel recalls: a range for the lines, a grep for the names), run for real on the
+  stored bytes; that recall's call and answer are carried from then on, and the extra turn
+  re-reads the whole carried context (counted);
+- drop receipts are sent by the harness (not in the prompt).
+
+"Carried" = sum over every prompt of the tool-output tokens it holds (an output observed at
+step i sits in every later prompt). Also reported: "entered" (each token counted once) and an
+MCP-host variant that pays the recall tool's schema in every prompt.
+
+    python bench/offload_replay.py [--runs N] [--mode cache_ttl] [--out bench/results/offload.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gzip
+import json
+import os
+import re
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bosun.core.embedding import HashEmbedder
+from bosun.core.offload import MODES
+from bosun.core.outline import build_outline, detect_kind
+from bosun.core.query import run_query
+from bosun.core.tokens import estimate_tokens
+from bosun.server.config import Config
+from bosun.server.engine import Engine
+from bosun.server.offload import _compact, offload_of
+from bosun.server.tasks import tasks_of
+
+SHARED = Path(os.environ.get("BOSUN_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
+DATA = SHARED / "data" / "trajectories" / "miniswe-dev.jsonl.gz"
+LOOKAHEAD = 3  # commands after an output in which we look for what the agent used from it
+RECALL_HEADER = 24  # tokens of the one-line header above a recall's text (measured on real answers)
+TOKEN = re.compile(r"[A-Za-z_][\w-]*(?:(?:\.|/|::)[\w-]+)+|[A-Za-z_]\w{4,}")
+STOP = set(
+    "python python3 print import from return class while break continue raise assert lambda yield "
+    "global async await false true none self except finally error value other string number".split()
+)
+
+
+def distinctive(tok: str) -> bool:
+    return tok.lower() not in STOP and (any(c in tok for c in "_./:") or any(c.isupper() for c in tok[1:])
+                                        or any(c.isdigit() for c in tok) or len(tok) >= 8)
+
+
+@dataclass
+class Need:
+    kind: str  # line | name
+    text: str
+    line_no: int = 0
+    where: str = "missed"  # stub | recall | missed
+
+
+@dataclass
+class RunResult:
+    traj_id: str
+    calls: int
+    base_carried: int = 0
+    bosun_carried: int = 0
+    base_entered: int = 0
+    bosun_entered: int = 0
+    offloaded: int = 0
+    stub_tokens: int = 0
+    recall_tokens: int = 0
+    extra_turns: int = 0
+    schema_carried: int = 0
+    needs: list[Need] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def net(self) -> float:
+        return (self.base_carried - self.bosun_carried) / self.base_carried if self.base_carried else 0.0
+
+    @property
+    def net_entered(self) -> float:
+        return (self.base_entered - self.bosun_entered) / self.base_entered if self.base_entered else 0.0
+
+    @property
+    def net_mcp(self) -> float:
+        b = self.base_carried
+        return (b - self.bosun_carried - self.schema_carried) / b if b else 0.0
+
+
+def command_of(call: dict[str, Any]) -> str:
+    args = call.get("args") or {}
+    return str(args.get("command", "")) if isinstance(args, dict) else str(args)
+
+
+def extract_needs(output: str, calls: list[dict[str, Any]], i: int) -> list[Need]:
+    """What the agent's next commands used from ``output`` (and had not typed before it)."""
+    later = " \n".join(command_of(c) for c in calls[i + 1 : i + 1 + LOOKAHEAD])
+    if not later.strip():
+        return []
+    before = " \n".join(command_of(c) for c in calls[: i + 1])
+    needs: list[Need] = []
+    seen: set[str] = set()
+    for n, line in enumerate(output.splitlines(), 1):
+        s = line.strip()
+        if len(s) >= 16 and s not in seen and s in later and s not in before:
+            seen.add(s)
+            needs.append(Need("line", s, n))
+    lines_text = " ".join(nd.text for nd in needs)
+    for tok in dict.fromkeys(TOKEN.findall(later)):
+        if distinctive(tok) and tok in output and tok not in before and tok not in lines_text:
+            needs.append(Need("name", tok))
+    return needs[:25]
+
+
+def plan_recalls(needs: list[Need], output: str) -> list[dict[str, Any]]:
+    """At most 3 parallel recalls that an agent reading the stub would issue for ``needs``."""
+    calls: list[dict[str, Any]] = []
+    lines = sorted(nd.line_no for nd in needs if nd.kind == "line")
+    if lines:
+        groups: list[list[int]] = [[lines[0]]]
+        for ln in lines[1:]:
+            if ln - groups[-1][-1] > 40:
+                groups.append([ln])
+            else:
+                groups[-1].append(ln)
+        for g in groups[:2]:
+            calls.append({"op": "range", "start": max(1, g[0] - 2), "end": g[-1] + 2})
+    names = [nd.text for nd in needs if nd.kind == "name"]
+    if names and len(calls) < 3:
+        pattern = "|".join(re.escape(t) for t in names[:10])
+        calls.append({"op": "grep", "pattern": pattern, "max_matches": 12})
+    return calls
+
+
+async def replay_run(engine: Engine, run: dict[str, Any], mode: str, schema_tokens: int) -> RunResult:
+    svc = offload_of(engine)
+    tasks = tasks_of(engine)
+    state = await tasks.start(objective=f"replay {run['traj_id']}", task_id=None)
+    tid = state.task_id
+    calls = run["calls"]
+    n = len(calls)
+    res = RunResult(run["traj_id"], n)
+    base_items: list[tuple[float, int]] = []
+    bosun_items: list[tuple[float, int]] = []
+    extra_prompts: list[float] = []
+    for i, call in enumerate(calls):
+        out = call.get("output") or ""
+        tokens = estimate_tokens(out)
+        base_items.append((i, tokens))
+        ans = await svc.observe_output(tid, bool(call.get("error")), str(call.get("tool") or "bash"),
+                                       call.get("args") or {}, out, mode=mode)
+        if not ans["offloaded"]:
+            bosun_items.append((i, tokens))
+            continue
+        stub_text = _compact(ans)
+        stub_cost = estimate_tokens(stub_text)
+        res.offloaded += 1
+        res.stub_tokens += stub_cost
+        bosun_items.append((i, stub_cost))
+        needs = extract_needs(out, calls, i)
+        for nd in needs:
+            if nd.text in stub_text or nd.text in ans.get("outline", ""):
+                nd.where = "stub"
+        pending = [nd for nd in needs if nd.where != "stub"]
+        recall_texts: list[str] = []
+        if pending:
+            data = await engine.refs.get(await svc.resolve(ans["ref"]))
+            for rc in plan_recalls(pending, out):
+                q = run_query(data, rc["op"], **{k: v for k, v in rc.items() if k != "op"})
+                recall_texts.append(q.text)
+                call_cost = estimate_tokens(_compact({"ref": ans["ref"], **rc})) + 8
+                cost = call_cost + RECALL_HEADER + estimate_tokens(q.text)
+                res.recall_tokens += cost
+                bosun_items.append((i + 0.5, cost))
+                await svc.note_recall(tid, f"mem://sha256:{await svc.resolve(ans['ref'])}", rc["op"], cost)
+            extra_prompts.append(i + 0.5)
+            res.extra_turns += 1
+            joined = "\n".join(recall_texts)
+            for nd in pending:
+                if nd.text in joined:
+                    nd.where = "recall"
+        res.needs.extend(needs)
+        if needs and len(res.samples) < 3:
+            res.samples.append({"command": command_of(call)[:90], "next": command_of(calls[i + 1])[:90] if i + 1 < n else "",
+                                "tokens": tokens, "stub": stub_cost, "kind": ans.get("kind"),
+                                "needs": [(nd.kind, nd.text[:60], nd.where) for nd in needs[:4]]})
+        # the harness confirms the eviction: savings credited in the ledger
+        await svc.drop(tid, [ans["ref"]])
+    prompts = [float(k) for k in range(1, n + 1)]
+    all_prompts = prompts + extra_prompts
+
+    def carried(items: list[tuple[float, int]], at: list[float]) -> int:
+        return sum(tok * sum(1 for p in at if p > start) for start, tok in items)
+
+    res.base_carried = carried(base_items, prompts)
+    res.bosun_carried = carried(bosun_items, all_prompts)
+    res.base_entered = sum(t for _, t in base_items)
+    res.bosun_entered = sum(t for _, t in bosun_items)
+    res.schema_carried = schema_tokens * len(all_prompts)
+    return res
+
+
+def payload_table(runs: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
+    """OSIRIS-style table: real outputs grown to a size, carried through a 10-turn workflow.
+
+    Payloads are built from real outputs of one content kind (test, code, log, text),
+    concatenated in corpus order and cut at a line boundary at the target size. The scripted
+    agent then needs what it needs from that kind of output: test -> failing tests and error
+    lines (grep), code -> one function body (a 40-line range), log -> distinct errors
+    (aggregate), text -> the last 20 lines (tail); one recall, charged in full.
+    """
+    by_kind: dict[str, list[str]] = {"test": [], "code": [], "log": [], "text": []}
+    for run in runs:
+        for c in run["calls"]:
+            out = c.get("output") or ""
+            if estimate_tokens(out) >= 150:
+                k = detect_kind(out)
+                if k in by_kind:
+                    by_kind[k].append(out)
+    need_of = {
+        "test": {"op": "grep", "pattern": r"^(FAILED|ERROR)|Error:", "max_matches": 20},
+        "code": {"op": "range", "start": 1, "end": 40},
+        "log": {"op": "aggregate"},
+        "text": {"op": "tail", "lines": 20},
+    }
+    from bosun.core.offload import build_stub, decide, get_mode, stub_tokens, worth_it
+
+    pm = get_mode(mode)
+    rows = []
+    turns = 10
+    for size in (200, 800, 2000, 5000, 20000):
+        base = bos = over = 0
+        offl = 0
+        samples = 0
+        for kind, outs in by_kind.items():
+            for start in range(0, min(len(outs), 200), 20):
+                buf: list[str] = []
+                tok = 0
+                j = start
+                while tok < size and j < len(outs):
+                    buf.append(outs[j])
+                    tok += estimate_tokens(outs[j])
+                    j += 1
+                text = "\n".join(buf)
+                lines = text.splitlines(keepends=True)
+                cut: list[str] = []
+                acc = 0
+                for ln in lines:
+                    t = estimate_tokens(ln)
+                    if acc + t > size:
+                        break
+                    cut.append(ln)
+                    acc += t
+                payload = "".join(cut)
+                ptok = estimate_tokens(payload)
+                if ptok < size * 0.9:
+                    continue
+                samples += 1
+                base += ptok * turns
+                choice = decide(ptok, pm)
+                if not choice.offload:
+                    bos += ptok * turns
+                    continue
+                ol = build_outline(payload, pm.outline_budget(ptok))
+                stub = build_stub("mem://sha256:0123456789abcdef", len(payload.encode()), ptok,
+                                  payload.count("\n"), ol)
+                cost = stub_tokens(stub)
+                if not worth_it(ptok, cost):
+                    bos += ptok * turns
+                    continue
+                offl += 1
+                rc = need_of[kind]
+                q = run_query(payload.encode(), rc["op"], **{k: v for k, v in rc.items() if k != "op"})
+                rcost = estimate_tokens(_compact({"ref": stub["ref"], **rc})) + 8 + RECALL_HEADER + estimate_tokens(q.text)
+                # stub for all turns, the recall from turn 2, and one extra turn re-reading the stub
+                bos += cost * turns + rcost * (turns - 1) + cost
+                over += cost * turns + rcost * (turns - 1) + cost
+        rows.append({"payload": size, "samples": samples, "baseline": base // max(samples, 1),
+                     "bosun": bos // max(samples, 1), "overhead": over // max(samples, 1),
+                     "offloaded": offl, "net": (base - bos) / base if base else 0.0})
+    return rows
+
+
+def pct(x: float) -> str:
+    return f"{x * 100:+.1f}%"
+
+
+def quantiles(xs: list[float]) -> tuple[float, float, float]:
+    s = sorted(xs)
+    q = statistics.quantiles(s, n=10)
+    return q[0], statistics.median(s), q[-1]
+
+
+async def measure_schema(home: Path) -> int:
+    from mcp import Client
+
+    from bosun.server.app import create_server
+
+    eng = Engine(Config(home=home / "schema", policies=[]), embedder_factory=lambda _c: HashEmbedder(8))
+    async with Client(create_server(eng)) as c:
+        tools = await c.list_tools()
+    for t in tools.tools:
+        if t.name == "recall":
+            return estimate_tokens(_compact(t.model_dump(exclude_none=True, by_alias=True)))
+    raise RuntimeError("recall tool not listed")
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=0, help="replay only the first N runs")
+    ap.add_argument("--mode", default="cache_ttl", choices=sorted(MODES))
+    ap.add_argument("--out", default="", help="write the markdown report here")
+    args = ap.parse_args()
+    runs = [json.loads(line) for line in gzip.open(DATA, "rt")]
+    if args.runs:
+        runs = runs[: args.runs]
+    home = Path(tempfile.mkdtemp(prefix="bosun-replay-"))
+    schema = await measure_schema(home)
+    engine = Engine(Config(home=home / "h", policies=[]), embedder_factory=lambda _c: HashEmbedder(8))
+    await engine.open()
+    t0 = time.perf_counter()
+    results = [await replay_run(engine, run, args.mode, schema) for run in runs]
+    elapsed = time.perf_counter() - t0
+    from bosun.server.ledger import overall_ledger
+
+    ledger = await overall_ledger(engine)
+    await engine.close()
+
+    nets = [r.net for r in results]
+    p10, med, p90 = quantiles(nets)
+    base = sum(r.base_carried for r in results)
+    bos = sum(r.bosun_carried for r in results)
+    ent_b = sum(r.base_entered for r in results)
+    ent_w = sum(r.bosun_entered for r in results)
+    losses = [r for r in results if r.bosun_carried > r.base_carried]
+    mcp_losses = [r for r in results if r.net_mcp < 0]
+    needs = [nd for r in results for nd in r.needs]
+    where = {w: sum(1 for nd in needs if nd.where == w) for w in ("stub", "recall", "missed")}
+    table = payload_table(runs, args.mode)
+
+    lines = [
+        f"# Offload replay: {len(results)} miniswe-dev runs, mode {args.mode}",
+        "",
+        f"Command: `python bench/offload_replay.py{' --runs ' + str(args.runs) if args.runs else ''} --mode {args.mode}` "
+        f"({elapsed:.0f} s, {sum(r.calls for r in results)} observe calls)",
+        "",
+        "## Totals (tool-output tokens)",
+        "",
+        "| measure | without bosun | with bosun | net saving |",
+        "|---|---:|---:|---:|",
+        f"| carried (summed over every prompt) | {base:,} | {bos:,} | {pct((base - bos) / base)} |",
+        f"| entered (each token once) | {ent_b:,} | {ent_w:,} | {pct((ent_b - ent_w) / ent_b)} |",
+        "",
+        f"- bosun's overhead inside 'with bosun': stubs {sum(r.stub_tokens for r in results):,} tokens entered, "
+        f"recalls {sum(r.recall_tokens for r in results):,} tokens entered, "
+        f"{sum(r.extra_turns for r in results):,} extra recall turns "
+        f"(over {sum(r.calls for r in results):,} steps; each re-reads the carried context, counted above)",
+        f"- outputs offloaded: {sum(r.offloaded for r in results):,} of {sum(r.calls for r in results):,}",
+        f"- per-run net saving (carried): p10 {pct(p10)}, median {pct(med)}, p90 {pct(p90)}; "
+        f"runs with a net loss: {len(losses)}",
+        f"- per-run net saving (entered): median {pct(statistics.median([r.net_entered for r in results]))}",
+        f"- MCP-host variant (the recall schema, {schema} tokens, in every prompt): median "
+        f"{pct(statistics.median([r.net_mcp for r in results]))}, runs with a net loss: {len(mcp_losses)}",
+        f"- ledger after the replay (drop receipts sent by the harness): credited {ledger['credited_tokens']:,}, "
+        f"overhead {ledger['overhead_tokens']:,}, recalled {ledger['recalled_tokens']:,}, net {ledger['net_tokens']:,} tokens",
+        "",
+        "## What the agent used next (needs taken from its next 3 commands)",
+        "",
+        f"{len(needs)} needs in offloaded outputs: {where['stub']} in the stub ({where['stub'] / max(len(needs), 1):.1%}), "
+        f"{where['recall']} one recall away ({where['recall'] / max(len(needs), 1):.1%}), "
+        f"{where['missed']} missed ({where['missed'] / max(len(needs), 1):.1%}).",
+        "",
+        "| command | kind | tokens -> stub | next command | needs (kind, text, found in) |",
+        "|---|---|---|---|---|",
+    ]
+    shown = 0
+    for r in results:
+        for s in r.samples[:1]:
+            if shown >= 12:
+                break
+            needs_txt = "; ".join(f"{k}: `{t}` -> {w}" for k, t, w in s["needs"]).replace("|", "\\|")
+            lines.append(f"| `{s['command']}` | {s['kind']} | {s['tokens']} -> {s['stub']} | `{s['next']}` | {needs_txt} |"
+                         .replace("\n", " "))
+            shown += 1
+    lines += [
+        "",
+        "## OSIRIS-style table (real outputs grown to each size, 10-turn workflow, one recall charged)",
+        "",
+        "| payload | samples | baseline carried | bosun carried | bosun overhead | offloaded | net saving |",
+        "|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in table:
+        lines.append(f"| {row['payload']:,} | {row['samples']} | {row['baseline']:,} | {row['bosun']:,} | "
+                     f"{row['overhead']:,} | {row['offloaded']} | {pct(row['net'])} |")
+    lines += ["", "## Per run", "", "| run | steps | offloaded | carried without | carried with | net | extra turns |",
+              "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in sorted(results, key=lambda r: r.net):
+        lines.append(f"| {r.traj_id} | {r.calls} | {r.offloaded} | {r.base_carried:,} | {r.bosun_carried:,} | "
+                     f"{pct(r.net)} | {r.extra_turns} |")
+    report = "\n".join(lines) + "\n"
+    if args.out:
+        Path(args.out).write_text(report)
+    print("\n".join(lines[:40]))
+    for row in table:
+        print(row)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
