@@ -175,3 +175,12 @@ def test_every_package_folder_is_installed_by_pip() -> None:
             if "__pycache__" not in rel.parts:
                 found.add(".".join([dotted, *rel.parts]))
     assert found - listed == set(), "add these to [tool.setuptools] packages in pyproject.toml"
+
+
+def test_entrypoint_and_provision_parse_with_the_real_cli(parsed: list[tuple[str, str]]) -> None:
+    from bosun.server.cli import build_parser
+
+    entry = next(json.loads(rest) for kw, rest in parsed if kw == "ENTRYPOINT")
+    args = build_parser().parse_args(entry[1:])
+    assert (args.command, args.host, args.port) == ("serve", "0.0.0.0", None)  # port from BOSUN_PORT
+    assert build_parser().parse_args(["provision"]).check is False
