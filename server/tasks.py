@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core.errors import Conflict, InvalidInput, NotFound
 from bosun.core.manifest import build_manifest
-from bosun.core.seal import SEAL_PREFIX, norm, text_sha, verdict
+from bosun.core.seal import SEAL_PREFIX, norm, parse_seal, text_sha, verdict
 from bosun.core.task_state import Event, TaskState, apply_event, rebuild
 from bosun.core.tokens import estimate_tokens
 from bosun.core.volatile import find_volatile
@@ -81,7 +81,7 @@ class TaskService:
             async with self._setup_lock:
                 if not self._ready:
                     if self._store is None:
-                        self._store = SQLiteTaskStore(self.engine.conn)
+                        self._store = SQLiteTaskStore(self.engine.conn, self.engine.config.db_path)
                     await self._store.setup()
                     self._ready = True
         assert self._store is not None
@@ -95,21 +95,26 @@ class TaskService:
 
     async def aclose(self) -> None:
         self._states.clear()
+        closer = getattr(self._store, "aclose", None)
+        if closer is not None:
+            await closer()
 
     # -- reading ---------------------------------------------------------------------------
     async def _fresh(self, task_id: str) -> TaskState:
-        """The cached state caught up with the journal (one query when nothing changed)."""
+        """The cached state, caught up with the journal if another process appended to it."""
         store = await self.store()
         state = self._states.get(task_id)
-        since = state.version if state is not None else 0
-        new = await store.events(task_id, since)
-        if state is None:
+        if state is not None:
+            if await store.version(task_id) == state.version:  # the hot path: no thread hop
+                return state
+            new = await store.events(task_id, state.version)
+            for ev in new:
+                state = apply_event(state, ev)
+        else:
+            new = await store.events(task_id, 0)
             if not new:
                 raise NotFound("task", task_id, "start one with plan(mode='start') or check the task= value")
             state = rebuild(new, task_id)
-        else:
-            for ev in new:
-                state = apply_event(state, ev)
         cached = self._states.get(task_id)
         if cached is None or cached.version <= state.version:  # a slow reader never rolls the cache back
             self._states[task_id] = state
@@ -126,10 +131,14 @@ class TaskService:
             raise NotFound("task", task_id, "start one with plan(mode='start')")
         return out
 
-    async def check_seal(self, task_id: str, seal: str | None) -> dict[str, Any]:
-        """The drift verdict block: ``{verdict, seal, version, semantic_break?, cause?, ...}``."""
-        state = await self.get(task_id)
-        return verdict(state, seal)
+    async def check_seal(self, task_id: str, seal: str | None, state: TaskState | None = None) -> dict[str, Any]:
+        """The drift verdict block: ``{verdict, seal, version, semantic_break?, cause?, ...}``.
+
+        Pass ``state`` when you already hold a fresh one (saves the version check).
+        """
+        if seal is not None:
+            parse_seal(seal)  # a malformed seal is the caller's error, even for an unknown task
+        return verdict(state if state is not None else await self.get(task_id), seal)
 
     async def manifest(self, task_id: str) -> str:
         state = await self.get(task_id)
@@ -201,7 +210,9 @@ class TaskService:
                                "the v= value of your manifest")
         store = await self.store()
         async with self._lock(task_id):
-            state = await self._fresh(task_id)
+            # the cache is authoritative for this process's writes; a write from another process makes the
+            # insert below fail (gap-free seq), and then we catch up
+            state = self._states.get(task_id) or await self._fresh(task_id)
             if state.closed:
                 raise InvalidInput("task_id", f"task {task_id} is closed ({state.status}); it takes no more updates",
                                    "start a new task")

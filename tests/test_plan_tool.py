@@ -72,7 +72,7 @@ async def test_drift_table_from_real_call_sequences(client: Client) -> None:
     st = await _status(client, tid, seal_a)
     assert st["drift"]["verdict"] == "normal_growth" and st["drift"]["changed"] == ["tail"]
     assert st["hashes"]["prefix_hash"] == h0["prefix_hash"] and st["hashes"]["tail_hash"] != h0["tail_hash"]
-    assert st["drift"]["seal"] == seal_b and "semantic_break" not in st["drift"]
+    assert st["seal"] == seal_b and "semantic_break" not in st["drift"]
 
     # the plan is replaced: minor drift (zone B)
     c = await _update(client, tid, steps=["reproduce", "bisect the profile", "patch", "run tests"], agent="bob")

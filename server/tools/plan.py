@@ -114,8 +114,9 @@ def _summary(payload: Any, limit: int = 120) -> str:
 
 
 def _base(state: TaskState, drift: dict[str, Any]) -> dict[str, Any]:
+    lean = {k: v for k, v in drift.items() if k not in ("seal", "version")}  # both are top-level already
     out: dict[str, Any] = {"task_id": state.task_id, "version": state.version, "status": state.status,
-                           "seal": SEAL_PREFIX + state.seal, "drift": drift}
+                           "seal": SEAL_PREFIX + state.seal, "drift": lean}
     if not state.closed:
         out["manifest"] = build_manifest(state)
     return out
@@ -241,7 +242,7 @@ def register(mcp: MCPServer[Any]) -> None:
         if task_id is None:
             raise InvalidInput("task_id", f"is required for mode={mode}", "the task= value of the manifest")
         before = await svc.get(task_id)
-        drift = await svc.check_seal(task_id, seal)  # against the state the agent has not seen yet
+        drift = await svc.check_seal(task_id, seal, before)  # against the state the agent has not seen yet
         if mode == "update":
             events = _update_events(before, {
                 "objective": objective, "budget_tokens": budget_tokens, "steps": steps,
@@ -257,7 +258,6 @@ def register(mcp: MCPServer[Any]) -> None:
                 events = ([event] if event else []) + events
             state = await svc.append_many(task_id, events, agent=agent, expected_version=based_on_version)
             out = _base(state, drift)
-            out["drift"].update(seal=out["seal"], version=state.version)
             out["applied"] = len(events)
             if report is not None:
                 out["rules"] = _head_summary(report)
