@@ -60,6 +60,7 @@ class Engine:
         self.model_state = "not_started"  # not_started | loading | ready | failed
         self.model_error: str | None = None
         self.model_load_seconds: float | None = None
+        self.model_ready_at: float | None = None  # wall-clock time the model became ready
         self.model_loads = 0
         self.extensions: dict[str, Any] = {}  # per-feature warm state (policy index, loop guards, ...)
         self._embed_lock = asyncio.Lock()
@@ -102,6 +103,7 @@ class Engine:
             return
         self._embedder = CachingEmbedder(inner)
         self.model_load_seconds = time.perf_counter() - t0
+        self.model_ready_at = time.time()
         self.model_state = "ready"
         self._ready.set()
         log.info("model %s ready in %.2fs", inner.model_id(), self.model_load_seconds)
@@ -177,6 +179,7 @@ class Engine:
                 "state": self.model_state,
                 "error": self.model_error,
                 "load_seconds": self.model_load_seconds,
+                "ready_at": self.model_ready_at,
                 "loads": self.model_loads,
             },
             "store": {"path": str(self.config.db_path), "schema_version": SCHEMA_VERSION},

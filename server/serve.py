@@ -111,13 +111,13 @@ async def serve(
     engine = engine or Engine(config)
     mcp = create_server(engine)
     stop = anyio.Event()
+    if http:  # fail before anything starts: a clear ServeError, not a task-group traceback
+        app = http_app(mcp, config.host, config.token)
+        sock = bind_socket(config.host, config.port)
+        url = f"http://{_url_host(config.host)}:{sock.getsockname()[1]}/mcp"
     async with anyio.create_task_group() as tg:
         tg.start_soon(_watch_signals, stop)
         if http:
-            sock = bind_socket(config.host, config.port)
-            real_port = sock.getsockname()[1]
-            url = f"http://{_url_host(config.host)}:{real_port}/mcp"
-            app = http_app(mcp, config.host, config.token)
             uv = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=3)
             )

@@ -25,11 +25,15 @@ async def open_db(path: Path | str) -> aiosqlite.Connection:
     if str(path) != ":memory:":
         Path(path).parent.mkdir(parents=True, exist_ok=True)
     conn = await aiosqlite.connect(str(path), isolation_level=None)
-    await conn.execute("PRAGMA journal_mode=WAL")
-    await conn.execute("PRAGMA synchronous=NORMAL")
-    await conn.execute("PRAGMA busy_timeout=5000")
-    await conn.execute("PRAGMA foreign_keys=ON")
-    await migrate(conn)
+    try:
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=NORMAL")
+        await conn.execute("PRAGMA busy_timeout=5000")
+        await conn.execute("PRAGMA foreign_keys=ON")
+        await migrate(conn)
+    except BaseException:
+        await conn.close()  # never leave the worker thread behind a failed open
+        raise
     return conn
 
 

@@ -1,0 +1,66 @@
+"""The architecture, enforced: imports point inward, one module imports fastembed."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+LAYERS = {"core": ROOT / "core", "store": ROOT / "store", "server": ROOT / "server"}
+FORBIDDEN = {
+    "core": ("bosun.store", "bosun.server", "mcp", "aiosqlite", "asyncio", "anyio", "sqlite3", "fastembed",
+             "starlette", "uvicorn", "httpx"),
+    "store": ("bosun.server", "mcp", "fastembed", "starlette", "uvicorn"),
+    "server": (),
+}
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def _py_files(layer: str) -> list[Path]:
+    return sorted(LAYERS[layer].rglob("*.py"))
+
+
+def test_imports_point_inward() -> None:
+    bad = []
+    for layer, banned in FORBIDDEN.items():
+        for path in _py_files(layer):
+            for name in _imports(path):
+                if any(name == b or name.startswith(b + ".") for b in banned):
+                    bad.append(f"{path.relative_to(ROOT)} imports {name}")
+                if name.split(".")[0] in ("core", "store", "server"):
+                    bad.append(f"{path.relative_to(ROOT)} imports bare {name} (use bosun.{name})")
+    assert not bad, "\n".join(bad)
+
+
+def test_only_the_model_module_imports_fastembed() -> None:
+    users = [
+        str(p.relative_to(ROOT))
+        for layer in LAYERS
+        for p in _py_files(layer)
+        if any(n == "fastembed" or n.startswith("fastembed.") for n in _imports(p))
+    ]
+    assert users == ["server/model.py"]
+
+
+def test_the_light_entry_points_do_not_import_heavy_libraries() -> None:
+    """`bosun stdio` (the bridge) must start fast: stdlib only beyond bosun itself."""
+    heavy = ("numpy", "sklearn", "fastembed", "mcp", "onnxruntime", "bm25s", "aiosqlite", "uvicorn", "starlette")
+    for rel in ("server/bridge.py", "server/daemon_file.py", "server/cli.py"):
+        top_level = ast.parse((ROOT / rel).read_text()).body
+        names: list[str] = []
+        for node in top_level:
+            if isinstance(node, ast.Import):
+                names += [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.append(node.module)
+        assert not [n for n in names if n.split(".")[0] in heavy], (rel, names)

@@ -1,0 +1,156 @@
+"""bosun as a real process: stdio, HTTP, the bearer token, and the shared daemon behind `bosun stdio`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import anyio
+from mcp import Client, StdioServerParameters
+
+from tests.helpers_proc import BOSUN, env_for, health, serve_pids, stop, wait_for_daemon, wait_ready
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
+}
+MISSING_REF = "mem://sha256:" + "0" * 64
+
+
+def _send(proc: subprocess.Popen[bytes], msg: dict[str, object]) -> None:
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(msg).encode() + b"\n")
+    proc.stdin.flush()
+
+
+def test_stdio_answers_initialize_before_the_model_is_ready_and_keeps_stdout_clean(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    # stdio and HTTP in one process: HTTP lets the test watch the model load
+    proc = subprocess.Popen(
+        [*BOSUN, "serve", "--stdio", "--port", "0", "--home", str(home)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(home),
+    )
+    try:
+        assert proc.stdout is not None
+        _send(proc, INIT)
+        first = proc.stdout.readline()
+        answered_at = time.time()
+        assert json.loads(first)["result"]["serverInfo"]["name"] == "bosun"
+        _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                     "params": {"name": "recall", "arguments": {"ref": MISSING_REF}}})
+        daemon = wait_for_daemon(home, proc)
+        ready = wait_ready(daemon["url"])
+        assert ready["model"]["loads"] == 1
+        # the handshake did not wait for the model: it was answered before the load finished
+        assert answered_at < ready["model"]["ready_at"]
+        out, err = proc.communicate(timeout=30)  # closes stdin: the host goes away, bosun must exit
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    lines = [first, *out.splitlines()]
+    for line in lines:
+        if line.strip():
+            assert json.loads(line)["jsonrpc"] == "2.0", line  # nothing but protocol on stdout
+    replies = {json.loads(line).get("id"): json.loads(line) for line in lines if line.strip()}
+    assert replies[2]["result"]["isError"] is True
+    assert not (home / "daemon.json").exists()
+
+
+async def test_http_daemon_health_calls_and_bad_input(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(home)], env=env_for(home),
+                            stderr=subprocess.PIPE)
+    try:
+        daemon = wait_for_daemon(home, proc)
+        assert daemon["url"].startswith("http://127.0.0.1:")
+        body = wait_ready(daemon["url"])
+        assert body["version"] and body["model"]["id"] == "all-MiniLM-L6-v2-int8"
+        assert body["store"]["schema_version"] >= 1 and body["store"]["path"].startswith(str(home))
+        async with Client(daemon["url"]) as client:
+            bad = await client.call_tool("recall", {"ref": "nonsense"})
+            assert bad.is_error and "ref" in bad.content[0].text
+            missing = await client.call_tool("recall", {"ref": MISSING_REF})
+            assert missing.is_error and "not found" in missing.content[0].text
+            tools = await client.list_tools()  # still serving
+            assert "recall" in {t.name for t in tools.tools}
+    finally:
+        stop(proc.pid)
+        proc.wait(timeout=15)
+    assert proc.returncode == 0
+    assert not (home / "daemon.json").exists()
+
+
+def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    res = subprocess.run([*BOSUN, "serve", "--host", "0.0.0.0", "--port", "0", "--home", str(home)],
+                         env=env_for(home), capture_output=True, timeout=60)
+    assert res.returncode == 2
+    assert b"BOSUN_TOKEN" in res.stderr
+
+
+async def test_bearer_token_guards_mcp_but_not_healthz(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    proc = subprocess.Popen([*BOSUN, "serve", "--host", "0.0.0.0", "--port", "0", "--home", str(home)],
+                            env=env_for(home, BOSUN_TOKEN="s3cret-token"), stderr=subprocess.PIPE)
+    try:
+        daemon = wait_for_daemon(home, proc)
+        assert daemon["token"] == "s3cret-token"
+        assert oct((home / "daemon.json").stat().st_mode & 0o777) == "0o600"
+        status, _ = health(daemon["url"])
+        assert status in (200, 503)
+        req = urllib.request.Request(daemon["url"], data=json.dumps(INIT).encode(), method="POST",
+                                     headers={"Content-Type": "application/json",
+                                              "Accept": "application/json, text/event-stream"})
+        try:
+            urllib.request.urlopen(req, timeout=10)
+            raise AssertionError("an unauthenticated MCP request was served")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 401
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        async with httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"}) as http:
+            async with Client(streamable_http_client(daemon["url"], http_client=http)) as client:
+                tools = await client.list_tools()
+                assert "recall" in {t.name for t in tools.tools}
+    finally:
+        stop(proc.pid)
+        proc.wait(timeout=15)
+
+
+async def test_two_bridges_started_together_share_one_daemon(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    params = StdioServerParameters(command=BOSUN[0], args=[*BOSUN[1:], "stdio"], env=env_for(home))
+    names: list[set[str]] = []
+
+    async def one_host() -> None:
+        async with Client(params) as client:
+            tools = await client.list_tools()
+            names.append({t.name for t in tools.tools})
+            res = await client.call_tool("recall", {"ref": MISSING_REF})
+            assert res.is_error and "not found" in res.content[0].text
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(one_host)
+            tg.start_soon(one_host)
+        assert len(names) == 2 and all("recall" in n for n in names)
+        daemon = json.loads((home / "daemon.json").read_text())
+        assert serve_pids(home) == [daemon["pid"]]  # exactly one daemon for this home
+        body = wait_ready(daemon["url"])
+        assert body["model"]["loads"] == 1
+        # a third host attaches to the same daemon rather than starting another
+        async with Client(params) as client:
+            await client.list_tools()
+        assert serve_pids(home) == [daemon["pid"]]
+    finally:
+        for pid in serve_pids(home):
+            stop(pid)
