@@ -275,6 +275,7 @@ def apply_event(state: TaskState, event: Event) -> TaskState:
                                 "result_signature")} | {"seq": event.seq}
         if p.get("offloaded"):
             s.offloaded_tokens += tokens
+            s.consumed_tokens += _int(p.get("stub_tokens"))  # only the stub entered the context
         else:
             s.consumed_tokens += tokens
     elif k == "tool_failure":

@@ -175,6 +175,7 @@ async def test_resources_prompt_and_status_pressure(client: Client) -> None:
     assert zones["A"]["measured"]["rules"] > 0 and "system_head" in zones["A"]["unknown"]
     assert status["pressure"]["window"] == 200_000 and 0 < status["pressure"]["pressure"] < 1
     assert status["budget"]["status"] == "ok" and status["seal"] == manifest.rsplit("sha256:", 1)[1]
+    assert "net_tokens" in status["ledger"]
     prompt = await client.get_prompt("task-resume", {"task_id": tid})
     text = prompt.messages[0].content.text  # type: ignore[union-attr]
     assert "never edit tests/" in text and manifest in text and "Active: reproduce" in text

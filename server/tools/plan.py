@@ -24,6 +24,7 @@ from bosun.core.seal import SEAL_PREFIX, hashes
 from bosun.core.task_state import MEMORY_SCOPES, TaskState
 from bosun.core.tokens import estimate_tokens
 from bosun.server.errors import tool_errors
+from bosun.server.ledger import ledger_summary
 from bosun.server.tasks import TaskService, check_text, tasks_of
 
 PlanMode = Literal["start", "update", "resume", "status"]
@@ -152,6 +153,7 @@ async def status_view(svc: TaskService, state: TaskState) -> dict[str, Any]:
                  "total": len(state.plan)},
         "hashes": hashes(state),
         "events": dict(sorted(state.event_counts.items())),
+        "ledger": await ledger_summary(svc.engine, state.task_id),
     }
     return out
 
