@@ -154,3 +154,28 @@ async def test_two_bridges_started_together_share_one_daemon(tmp_path: Path) -> 
     finally:
         for pid in serve_pids(home):
             stop(pid)
+
+
+async def test_one_process_serves_stdio_and_http_from_one_state(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    params = StdioServerParameters(command=BOSUN[0], args=[*BOSUN[1:], "serve", "--stdio", "--port", "0"],
+                                   env=env_for(home))
+    async with Client(params) as over_stdio:
+        started = await over_stdio.call_tool("plan", {"mode": "start", "objective": "fix the flaky login test",
+                                                      "steps": ["reproduce", "fix", "verify"]})
+        assert not started.is_error, started.content[0].text
+        task_id = started.structured_content["task_id"]  # type: ignore[index]
+        payload = "".join(f"tests/test_login.py::test_{i} PASSED\n" for i in range(400)) + "1 failed\n"
+        observed = await over_stdio.call_tool("observe", {"task_id": task_id, "kind": "result", "tool": "bash",
+                                                          "args": {"cmd": "pytest"}, "result": payload})
+        assert not observed.is_error, observed.content[0].text
+        daemon = wait_for_daemon(home)
+        async with Client(daemon["url"]) as over_http:
+            status = await over_http.call_tool("plan", {"mode": "status", "task_id": task_id})
+            assert not status.is_error, status.content[0].text
+            assert "fix the flaky login test" in json.dumps(status.structured_content)
+            ref = observed.structured_content["ref"]  # type: ignore[index]
+            tail = await over_http.call_tool("recall", {"ref": ref, "op": "tail", "lines": 1})
+            assert not tail.is_error and "1 failed" in tail.content[0].text
+        body = wait_ready(daemon["url"])
+        assert body["model"]["loads"] == 1
