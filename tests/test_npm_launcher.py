@@ -174,3 +174,16 @@ def test_sigterm_is_forwarded_and_exit_code_propagated(tmp_path: Path) -> None:
         time.sleep(0.02)
     assert (tmp_path / "argv.json.signal").read_text() == str(int(signal.SIGTERM))
     assert code == 3
+
+
+async def test_launcher_serves_real_bosun_over_stdio(tmp_path: Path) -> None:
+    """End to end: an SDK stdio client -> node launcher -> ``python -m bosun stdio --standalone``."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    assert NODE is not None
+    env = {"BOSUN_PYTHON": sys.executable, "BOSUN_HOME": str(tmp_path / "home"), "BOSUN_LAUNCHER_QUIET": "1"}
+    params = StdioServerParameters(command=NODE, args=[str(LAUNCHER), "--standalone"], env=env)
+    async with Client(params, mode="legacy") as client:
+        tools = await client.list_tools()
+    assert "recall" in {tool.name for tool in tools.tools}
