@@ -62,6 +62,9 @@ _TRANSIENT = re.compile(
     r"|try again|unavailable|EAGAIN|ECONNRESET|network is unreachable",
     re.IGNORECASE,
 )
+# a shell command's non-zero exit is only an error when its output ends like one (linters, grep, diff exit 1 too)
+_ERRORISH = re.compile(r"error|exception|traceback|fail|fatal|denied|not found|no such|cannot|can't|unable|"
+                       r"invalid|refused|abort|panic|segmentation|killed|errno", re.IGNORECASE)
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
 _NUM = re.compile(r"\d+(?:\.\d+)?")
 _SPACE = re.compile(r"\s+")
@@ -96,16 +99,20 @@ def fingerprint(tool: str, canonical: str, result_signature: str) -> str:
 
 
 def error_signature(text: str) -> str:
-    """A short, stable signature of an error: the last exception line (or first line), numbers and hex masked.
+    """A short, stable signature of how a call ended: its last lines, numbers and hex masked.
 
-    Two runs failing "the same way" share it even when line numbers, addresses or
-    timings differ; quoted names are kept so different missing modules differ.
+    An error is what a failed call *ends* with: the exception line when it is among the
+    last three non-empty lines (a traceback), else those last three lines. Two runs failing
+    "the same way" share it even when line numbers, addresses or timings differ; quoted
+    names are kept, so different missing modules differ. A warning printed first and
+    followed by real output (a non-zero exit of a linter or a test run) does not define it.
     """
     if not text or not text.strip():
         return ""
-    matches = _EXC_LINE.findall(text)
-    line = matches[-1] if matches else next((ln for ln in text.strip().splitlines() if ln.strip()), "")
-    line = _HEX.sub("<hex>", line.strip())
+    tail = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-3:]
+    exc = [ln for ln in tail if _EXC_LINE.match(ln)]
+    line = exc[-1] if exc else " | ".join(tail)
+    line = _HEX.sub("<hex>", line)
     line = _NUM.sub("<n>", line)
     return _SPACE.sub(" ", line)[:160]
 
@@ -139,7 +146,8 @@ class LoopPolicy:
     """Thresholds and memory bounds; defaults were chosen on the dev trajectories (bench/loop_eval.py)."""
 
     failure_threshold: int = 3  # same error signature this often in one epoch -> block a known-failing call
-    loop_threshold: int = 3  # same error across >= 2 argument sets this often -> warn
+    loop_threshold: int = 3  # same error this often in one epoch ...
+    loop_distinct: int = 2  # ... across at least this many different argument sets -> warn
     runaway_warn: int = 8  # calls in a row without progress -> warn
     runaway_block: int = 16  # ... -> block
     max_keys: int = 256  # remembered distinct calls (LRU)
@@ -351,7 +359,7 @@ class LoopGuard:
             rec.fail_sig = sig
             rec.fail_epoch = self.world
             rec.fail_transient = is_transient(str(payload.get("error") or "")) or is_transient(sig)
-            if sig:
+            if sig and (shell_command(tool, args) is None or _ERRORISH.search(sig)):
                 group = (family, sig)
                 keys = self.failures.get(group) or set()
                 if len(keys) < 16:  # only "one or several argument sets" matters; stay bounded
@@ -402,7 +410,7 @@ class LoopGuard:
         if not findings:
             for (fam, sig), keys in self.failures.items():
                 count = self.failure_counts.get((fam, sig), 0)
-                if fam == family and count >= p.loop_threshold and len(keys) >= 2:
+                if fam == family and count >= p.loop_threshold and len(keys) >= p.loop_distinct:
                     findings.append(Finding(
                         "loop_pattern", "warn",
                         f"{count} calls of {fam} with {len(keys)} different argument sets all failed with '{sig}'; "

@@ -28,6 +28,7 @@ _PY_WRITES = re.compile(
     r"|shutil\.(?:copy|copy2|copyfile|move|rmtree|copytree)\("
     r"|fileinput\.(?:input|FileInput)\([^)]*inplace"
     r"|subprocess\.|os\.system\("
+    r"|call_command\('makemigrations|call_command\(\"makemigrations"
 )
 # programs that change files or installed state whatever their arguments
 _WRITERS = frozenset(
@@ -266,6 +267,10 @@ def analyse(command: str, known_scripts: dict[str, bool] | None = None) -> Shell
         was_first, first_segment = first_segment, False
         if prog in {"cd", "pushd", "popd", "export", "source", "."}:
             unknown_targets = unknown_reads = True  # the working directory or environment changed
+            continue
+        if prog == "find" and any(a in {"-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint"} for a in args):
+            writes = unknown_targets = True  # find -delete / -exec rm ...: changes files we cannot name
+            unknown_reads = True
             continue
         if prog in _READERS and not (prog == "sed" and any(a.startswith("-i") or a.startswith("--in-place") for a in args)):
             operands = [a for a in _operands(args) if a not in {"-"}]
