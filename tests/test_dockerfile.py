@@ -7,6 +7,7 @@ which is what Docker reads as healthy / unhealthy.
 
 from __future__ import annotations
 
+import glob
 import http.server
 import json
 import os
@@ -184,3 +185,34 @@ def test_entrypoint_and_provision_parse_with_the_real_cli(parsed: list[tuple[str
     args = build_parser().parse_args(entry[1:])
     assert (args.command, args.host, args.port) == ("serve", "0.0.0.0", None)  # port from BOSUN_PORT
     assert build_parser().parse_args(["provision"]).check is False
+
+
+def package_folder(dotted: str, package_dir: dict[str, str]) -> Path:
+    """Where setuptools looks for ``dotted``: the longest mapped prefix plus the remaining parts."""
+    parts = dotted.split(".")
+    for i in range(len(parts), 0, -1):
+        prefix = ".".join(parts[:i])
+        if prefix in package_dir:
+            return ROOT / package_dir[prefix] / Path(*parts[i:])
+    return ROOT / Path(*parts)
+
+
+def test_every_data_file_is_package_data() -> None:
+    """Non-Python files inside the package folders must match ``package-data``, or the image lacks them."""
+    setuptools_cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    package_dir: dict[str, str] = setuptools_cfg["package-dir"]
+    shipped: set[Path] = set()
+    for dotted, patterns in setuptools_cfg.get("package-data", {}).items():
+        folder = package_folder(dotted, package_dir)
+        for pattern in patterns:  # setuptools expands these with a recursive glob in the package folder
+            shipped.update((folder / hit).resolve() for hit in glob.glob(pattern, root_dir=folder, recursive=True))
+    missing = [
+        path.relative_to(ROOT).as_posix()
+        for folder in package_dir.values()
+        for path in (ROOT / folder).rglob("*")
+        if path.is_file()
+        and path.suffix not in (".py", ".pyc")
+        and "__pycache__" not in path.parts
+        and path.resolve() not in shipped
+    ]
+    assert missing == [], "add these to [tool.setuptools.package-data] in pyproject.toml"
