@@ -1,0 +1,83 @@
+"""Loaders for the claim-audit evaluation data (development halves in ../shared/data/claims).
+
+Each example is (group, claim, chunks, label) in dokis's chunk shape. Label mapping:
+- WiCE: supported -> 1, not_supported -> 0, partially_supported -> "partial" (reported separately,
+  and as 0 in the strict mapping). Chunks: the cited page's sentences, 8 per chunk, no URL.
+- ExpertQA: Complete -> 1, Missing / Incomplete -> 0, Partial -> "partial", N/A -> "na".
+  Chunks: every passage cited anywhere in the same answer (question + system), with its URL, so a
+  claim with a Missing citation is checked against the answer's other evidence.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+def shared_dir() -> Path:
+    env = os.environ.get("BOSUN_SHARED")
+    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
+
+
+def _rows(name: str) -> Iterator[dict[str, Any]]:
+    with gzip.open(shared_dir() / "data" / "claims" / name, "rt", encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)
+
+
+@dataclass
+class Example:
+    dataset: str
+    group: str
+    claim: str
+    chunks: list[dict[str, Any]]
+    label: int | str  # 1 supported, 0 not supported, or "partial" / "na"
+
+
+def wice(per_chunk: int = 8) -> list[Example]:
+    out = []
+    for r in _rows("wice-dev.jsonl.gz"):
+        sents = r["sentences"]
+        chunks = [
+            {"content": " ".join(sents[i : i + per_chunk]), "id": f"s{i}"}
+            for i in range(0, len(sents), per_chunk)
+        ]
+        label: int | str = {"supported": 1, "not_supported": 0}.get(r["label"], "partial")
+        out.append(Example("wice", r["title"] or r["id"], r["claim"], chunks, label))
+    return out
+
+
+def expertqa() -> list[Example]:
+    rows = list(_rows("expertqa-dev.jsonl.gz"))
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for r in rows:
+        groups.setdefault((r["question"], r["system"]), []).append(r)
+    out = []
+    for (question, system), members in groups.items():
+        chunks: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for r in members:
+            for ev in r["evidence"]:
+                if ev["text"] in seen:
+                    continue
+                seen.add(ev["text"])
+                chunks.append({"content": ev["text"], "source_url": ev["url"], "id": f"e{len(chunks)}"})
+        for r in members:
+            support = r["support"]
+            label: int | str
+            if support == "Complete":
+                label = 1
+            elif support in ("Missing", "Incomplete"):
+                label = 0
+            elif support == "Partial":
+                label = "partial"
+            else:
+                label = "na"
+            out.append(Example("expertqa", f"{question}|{system}", r["claim"], chunks, label))
+    return out

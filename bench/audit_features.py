@@ -1,0 +1,80 @@
+"""Feature extraction for the audit model, exactly as bosun.core.audit computes it at run time.
+
+Embeddings (real model) are cached in $BOSUN_AUDIT_CACHE (default /tmp/bosun-audit-emb.npz) by
+content hash, so re-running training or evaluation does not re-embed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from bosun.core.audit import build_index, match_claim
+from bosun.core.claims import _LIST_MARK, strip_citations
+from bosun.core.embedding import text_key
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from audit_data import Example
+
+CACHE = Path(os.environ.get("BOSUN_AUDIT_CACHE", "/tmp/bosun-audit-emb.npz"))
+
+
+class EmbedCache:
+    """Real-model embeddings keyed by content hash, persisted to one npz file."""
+
+    def __init__(self) -> None:
+        self.vecs: dict[str, np.ndarray] = {}
+        if CACHE.exists():
+            data = np.load(CACHE)
+            self.vecs = dict(zip(data["keys"].tolist(), data["vecs"], strict=True))
+        self._model = None
+        self.dirty = False
+
+    def model(self):  # type: ignore[no-untyped-def]
+        if self._model is None:
+            from bosun.server.model import ModelSpec, load_embedder
+
+            home = Path(os.environ.get("BOSUN_HOME", str(Path.home() / ".bosun")))
+            self._model = load_embedder(home, ModelSpec(threads=2))
+        return self._model
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        keys = [text_key(t) for t in texts]
+        missing = list(dict.fromkeys(k for k in keys if k not in self.vecs))
+        if missing:
+            first = {}
+            for k, t in zip(keys, texts, strict=True):
+                if k in missing and k not in first:
+                    first[k] = t
+            vecs = self.model().embed(list(first.values()))
+            for k, v in zip(first, vecs, strict=True):
+                self.vecs[k] = v
+            self.dirty = True
+        if not keys:
+            return np.zeros((0, 384), dtype=np.float32)
+        return np.stack([self.vecs[k] for k in keys]).astype(np.float32)
+
+    def save(self) -> None:
+        if self.dirty:
+            keys = list(self.vecs)
+            np.savez(CACHE, keys=np.array(keys), vecs=np.stack([self.vecs[k] for k in keys]))
+            self.dirty = False
+
+
+def clean_claim(text: str) -> str:
+    return _LIST_MARK.sub("", strip_citations(text)).strip()
+
+
+def features(ex: Example, emb: EmbedCache | None) -> dict[str, float]:
+    contents = [c["content"] for c in ex.chunks]
+    index = build_index(contents)
+    claim = clean_claim(ex.claim)
+    if emb is not None and index.sentences:
+        vecs = emb.embed([claim] + [s.text for s in index.sentences])
+        m = match_claim(claim, index, contents, vecs[0], vecs[1:])
+    else:
+        m = match_claim(claim, index, contents)
+    return m.features

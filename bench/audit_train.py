@@ -1,0 +1,82 @@
+"""Train the audit's confidence model on the development data only; writes core/audit_model.json.
+
+    /work/venv/bin/python bench/audit_train.py
+
+Two logistic regressions (scikit-learn, balanced class weights, standardised features):
+``bm25`` over lexical + consistency features and ``semantic`` adding two embedding similarities.
+Training rows: WiCE supported vs not_supported and ExpertQA Complete vs Missing/Incomplete (see
+audit_data.py); partial and N/A labels are left out. Deterministic: same data -> same file.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from audit_data import expertqa, wice
+from audit_features import EmbedCache, features
+
+from bosun.core.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES
+
+OUT = Path(__file__).resolve().parents[1] / "core" / "audit_model.json"
+C = 0.5
+
+
+def fit(x: np.ndarray, y: np.ndarray) -> dict[str, object]:
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    lr = LogisticRegression(C=C, class_weight="balanced", max_iter=2000)
+    lr.fit((x - mean) / scale, y)
+    return {
+        "mean": [round(float(v), 6) for v in mean],
+        "scale": [round(float(v), 6) for v in scale],
+        "coef": [round(float(v), 6) for v in lr.coef_[0]],
+        "intercept": round(float(lr.intercept_[0]), 6),
+    }
+
+
+def matrix(rows: list[dict[str, float]], names: tuple[str, ...]) -> np.ndarray:
+    return np.array([[r[n] for n in names] for r in rows], dtype=np.float64)
+
+
+def main() -> None:
+    lexical_only = "--lexical-only" in sys.argv  # quick iteration: keeps the file's semantic section
+    emb = None if lexical_only else EmbedCache()
+    data = [e for e in wice() + expertqa() if e.label in (0, 1)]
+    rows = []
+    for i, ex in enumerate(data):
+        rows.append(features(ex, emb))
+        if i % 200 == 0:
+            print(f"{i}/{len(data)}", file=sys.stderr, flush=True)
+            if emb is not None:
+                emb.save()
+    if emb is not None:
+        emb.save()
+    y = np.array([ex.label for ex in data], dtype=int)
+    model = {
+        "trained_by": "bench/audit_train.py",
+        "data": "wice-dev (supported vs not_supported) + expertqa-dev (Complete vs Missing/Incomplete)",
+        "rows": len(y),
+        "positives": int(y.sum()),
+        "C": C,
+        "class_weight": "balanced",
+        "bm25": {"features": list(LEXICAL_FEATURES), **fit(matrix(rows, LEXICAL_FEATURES), y)},
+    }
+    if lexical_only:
+        old = json.loads(OUT.read_text("utf-8")) if OUT.exists() else {}
+        if "semantic" in old:
+            model["semantic"] = old["semantic"]
+    else:
+        model["semantic"] = {"features": list(SEMANTIC_FEATURES), **fit(matrix(rows, SEMANTIC_FEATURES), y)}
+    OUT.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
+    print(f"wrote {OUT}: {len(y)} rows")
+
+
+if __name__ == "__main__":
+    main()
