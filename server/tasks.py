@@ -216,10 +216,10 @@ class TaskService:
             if state.closed:
                 raise InvalidInput("task_id", f"task {task_id} is closed ({state.status}); it takes no more updates",
                                    "start a new task")
-            if not batch:
-                return state
             if expected_version is not None and expected_version != state.version:
                 raise VersionConflict(task_id, expected_version, state.version, state.seal)
+            if not batch:
+                return state
             try:
                 events = await store.append(task_id, batch, state.version)
             except Conflict as exc:

@@ -10,7 +10,7 @@ Also registers the resources ``bosun://task/{task_id}/manifest`` and
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp import MCPError
 from mcp.server import MCPServer
@@ -26,6 +26,9 @@ from bosun.core.tokens import estimate_tokens
 from bosun.server.errors import tool_errors
 from bosun.server.ledger import ledger_summary
 from bosun.server.tasks import TaskService, check_text, tasks_of
+
+if TYPE_CHECKING:
+    from bosun.server.engine import Engine
 
 PlanMode = Literal["start", "update", "resume", "status"]
 CLOSE_STATUSES = ("done", "failed", "abandoned")
@@ -185,6 +188,96 @@ def resume_prompt(state: TaskState) -> str:
     return "\n".join(lines)
 
 
+async def _plan(
+    engine: Engine, mode: str, task_id: str | None, seal: str | None, based_on_version: int | None,
+    objective: str | None, steps: list[str] | None, constraints: list[str], decisions: list[str],
+    start_step: str | None, complete: list[str], lessons: list[str], memory: list[dict[str, str]],
+    revise: list[dict[str, Any]], rules: str | None, declare: dict[str, int] | None, budget_tokens: int | None,
+    close: str | None, agent: str | None,
+) -> dict[str, Any]:
+    """The body of the plan tool (None = the caller did not send that field)."""
+    svc = tasks_of(engine)
+    if mode == "start":
+        if objective is None:
+            raise InvalidInput("objective", "is required to start a task")
+        if task_id is not None:
+            raise InvalidInput("task_id", "is assigned by start; omit it")
+        if budget_tokens is not None and budget_tokens <= 0:
+            raise InvalidInput("budget_tokens", "must be > 0")
+        state = await svc.start(objective, constraints=constraints or [], decisions=decisions or [],
+                                plan=steps or [], budget={"tokens": budget_tokens} if budget_tokens else {},
+                                agent=agent)
+        extra = _update_events(state, {"lessons": lessons, "memory": memory, "declare": declare})
+        report = None
+        if rules is not None:
+            event, report = await svc.head_event(state, "rules", check_text("rules", rules))
+            extra = ([event] if event else []) + extra
+        if extra:
+            state = await svc.append_many(state.task_id, extra, agent=agent)
+        out = _base(state, await svc.check_seal(state.task_id, None))
+        if report is not None:
+            out["rules"] = _head_summary(report)
+        return out
+    if task_id is None:
+        raise InvalidInput("task_id", f"is required for mode={mode}", "the task= value of the manifest")
+    before = await svc.get(task_id)
+    drift = await svc.check_seal(task_id, seal, before)  # against the state the agent has not seen yet
+    if mode == "update":
+        events = _update_events(before, {
+            "objective": objective, "budget_tokens": budget_tokens, "steps": steps,
+            "constraints": constraints, "decisions": decisions, "revise": revise, "start_step": start_step,
+            "complete": complete, "lessons": lessons, "memory": memory, "declare": declare, "close": close})
+        if not events and rules is None:
+            raise InvalidInput("mode", "update carries nothing to change",
+                               "constraints, decisions, steps, start_step, complete, lessons, memory, revise, "
+                               "rules, declare or close")
+        report = None
+        if rules is not None:
+            event, report = await svc.head_event(before, "rules", check_text("rules", rules))
+            events = ([event] if event else []) + events
+        state = await svc.append_many(task_id, events, agent=agent, expected_version=based_on_version)
+        out = _base(state, drift)
+        out["applied"] = len(events)
+        if report is not None:
+            out["rules"] = _head_summary(report)
+        return out
+    if mode == "resume":
+        out = _base(before, drift)
+        out["resume"] = resume_view(before)
+        recent = await svc.events(task_id, max(0, before.version - RESUME_RECENT))
+        out["resume"]["recent"] = [{"seq": e.seq, "kind": e.kind, "agent": e.agent,
+                                    "summary": _summary(e.payload)} for e in recent]
+        return out
+    out = _base(before, drift)
+    out.update(await status_view(svc, before))
+    return out
+
+
+def _drop_titles(mcp: MCPServer[Any], name: str) -> None:
+    """Remove pydantic's auto-generated "title" keys from the advertised schemas (~100 tokens every agent
+    pays for in its context); validation uses the pydantic model, not this dict."""
+    tool = mcp._tool_manager.get_tool(name)
+    if tool is None:
+        return
+
+    def strip(node: Any) -> None:
+        if isinstance(node, dict):
+            node.pop("title", None)
+            for key, value in node.items():
+                if key == "properties" and isinstance(value, dict):
+                    for prop in value.values():
+                        strip(prop)
+                elif key != "default":
+                    strip(value)
+        elif isinstance(node, list):
+            for item in node:
+                strip(item)
+
+    strip(tool.parameters)
+    if tool.output_schema is not None:
+        strip(tool.output_schema)
+
+
 def _resource_error(exc: BosunError) -> MCPError:
     """Resources cannot return a tool error; a JSON-RPC error keeps the message (the SDK hides others)."""
     return MCPError(INVALID_PARAMS, str(exc))
@@ -198,82 +291,36 @@ def register(mcp: MCPServer[Any]) -> None:
     async def plan(
         mode: PlanMode,
         ctx: Context[Any],
-        task_id: Annotated[str | None, Field(description="task= of the manifest (all modes but start)")] = None,
-        seal: Annotated[str | None, Field(description="your last SEAL: drift is reported against it")] = None,
-        based_on_version: Annotated[int | None, Field(description="update: the v= you based it on")] = None,
-        objective: Annotated[str | None, Field(description="start only (immutable)")] = None,
-        steps: Annotated[list[str] | None, Field(description="start: the plan; update: replace it")] = None,
-        constraints: Annotated[list[str] | None, Field(description="append")] = None,
-        decisions: Annotated[list[str] | None, Field(description="append (pinned verbatim)")] = None,
-        start_step: str | None = None,
-        complete: list[str] | None = None,
-        lessons: list[str] | None = None,
-        memory: Annotated[list[dict[str, str]] | None, Field(description="[{scope,key,text}]")] = None,
-        revise: Annotated[list[dict[str, Any]] | None,
-                          Field(description="rewrite pinned: [{collection,index,text,reason}]")] = None,
-        rules: Annotated[str | None, Field(description="the task's rules text (part of the head)")] = None,
-        declare: Annotated[dict[str, int] | None,
-                           Field(description="token counts you know: window,history,system_head,...")] = None,
-        budget_tokens: Annotated[int | None, Field(description="start: token budget")] = None,
+        task_id: Annotated[str, Field(description="task= of the manifest (all modes but start)")] = "",
+        seal: Annotated[str, Field(description="your last SEAL; drift is reported against it")] = "",
+        based_on_version: Annotated[int, Field(description="update: the v= it is based on (0: none)")] = 0,
+        objective: Annotated[str, Field(description="start only; immutable")] = "",
+        steps: Annotated[tuple[str, ...], Field(description="start: the plan; update: replace it")] = (),
+        constraints: Annotated[tuple[str, ...], Field(description="append")] = (),
+        decisions: Annotated[tuple[str, ...], Field(description="append; pinned verbatim")] = (),
+        start_step: str = "",
+        complete: tuple[str, ...] = (),
+        lessons: tuple[str, ...] = (),
+        memory: Annotated[tuple[dict[str, str], ...], Field(description="[{scope,key,text}]")] = (),
+        revise: Annotated[tuple[dict[str, Any], ...],
+                          Field(description="rewrite pinned: [{collection,index,text,reason}]")] = (),
+        rules: Annotated[str, Field(description="the task's rules (part of the head)")] = "",
+        declare: Annotated[dict[str, int] | None, Field(description="known token counts: window,history,...")] = None,
+        budget_tokens: Annotated[int, Field(description="start: token budget")] = 0,
         close: Literal["done", "failed", "abandoned"] | None = None,
-        agent: Annotated[str | None, Field(description="your agent name")] = None,
+        agent: Annotated[str, Field(description="your agent name")] = "",
     ) -> dict[str, Any]:
         """Task state with a sealed manifest: start | update | resume | status. Carry the manifest; pass its SEAL."""
-        svc = tasks_of(engine_of(ctx))
-        if mode == "start":
-            if objective is None:
-                raise InvalidInput("objective", "is required to start a task")
-            if task_id is not None:
-                raise InvalidInput("task_id", "is assigned by start; omit it")
-            if budget_tokens is not None and budget_tokens <= 0:
-                raise InvalidInput("budget_tokens", "must be > 0")
-            state = await svc.start(objective, constraints=constraints or [], decisions=decisions or [],
-                                    plan=steps or [], budget={"tokens": budget_tokens} if budget_tokens else {},
-                                    agent=agent)
-            extra = _update_events(state, {"lessons": lessons, "memory": memory, "declare": declare})
-            report = None
-            if rules is not None:
-                event, report = await svc.head_event(state, "rules", check_text("rules", rules))
-                extra = ([event] if event else []) + extra
-            if extra:
-                state = await svc.append_many(state.task_id, extra, agent=agent)
-            out = _base(state, await svc.check_seal(state.task_id, None))
-            if report is not None:
-                out["rules"] = _head_summary(report)
-            return out
-        if task_id is None:
-            raise InvalidInput("task_id", f"is required for mode={mode}", "the task= value of the manifest")
-        before = await svc.get(task_id)
-        drift = await svc.check_seal(task_id, seal, before)  # against the state the agent has not seen yet
-        if mode == "update":
-            events = _update_events(before, {
-                "objective": objective, "budget_tokens": budget_tokens, "steps": steps,
-                "constraints": constraints, "decisions": decisions, "revise": revise, "start_step": start_step,
-                "complete": complete, "lessons": lessons, "memory": memory, "declare": declare, "close": close})
-            if not events and rules is None:
-                raise InvalidInput("mode", "update carries nothing to change",
-                                   "constraints, decisions, steps, start_step, complete, lessons, memory, revise, "
-                                   "rules, declare or close")
-            report = None
-            if rules is not None:
-                event, report = await svc.head_event(before, "rules", check_text("rules", rules))
-                events = ([event] if event else []) + events
-            state = await svc.append_many(task_id, events, agent=agent, expected_version=based_on_version)
-            out = _base(state, drift)
-            out["applied"] = len(events)
-            if report is not None:
-                out["rules"] = _head_summary(report)
-            return out
-        if mode == "resume":
-            out = _base(before, drift)
-            out["resume"] = resume_view(before)
-            recent = await svc.events(task_id, max(0, before.version - RESUME_RECENT))
-            out["resume"]["recent"] = [{"seq": e.seq, "kind": e.kind, "agent": e.agent,
-                                        "summary": _summary(e.payload)} for e in recent]
-            return out
-        out = _base(before, drift)
-        out.update(await status_view(svc, before))
-        return out
+        if based_on_version < 0:
+            raise InvalidInput("based_on_version", "must be >= 1 (or 0 for none)", "the v= value of your manifest")
+        if budget_tokens < 0:
+            raise InvalidInput("budget_tokens", "must be > 0")
+        return await _plan(engine_of(ctx), mode, task_id or None, seal or None, based_on_version or None,
+                           objective or None, list(steps) if steps else None, list(constraints), list(decisions),
+                           start_step or None, list(complete), list(lessons), list(memory), list(revise),
+                           rules or None, declare, budget_tokens or None, close, agent or None)
+
+    _drop_titles(mcp, "plan")
 
     @mcp.resource("bosun://task/{task_id}/manifest", mime_type="text/plain")
     async def task_manifest(task_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
