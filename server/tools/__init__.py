@@ -11,6 +11,8 @@ from __future__ import annotations
 from types import ModuleType
 
 from bosun.server.tools import checkpoint, handoff, observe, plan, precheck, recall
+from bosun.server.tools import audit as audit_tool
+from bosun.server.tools import route as route_tool
 from bosun.server.tools import select as select_tool
 
-TOOL_MODULES: list[ModuleType] = [recall, plan, precheck, handoff, observe, checkpoint, select_tool]
+TOOL_MODULES: list[ModuleType] = [recall, plan, precheck, handoff, observe, checkpoint, select_tool, route_tool, audit_tool]

@@ -1,0 +1,66 @@
+"""Shared helpers for the routing benches: data paths, the real model, MetaTool as a corpus."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from bosun.core.policy_corpus import Policy
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def shared_dir() -> Path:
+    env = os.environ.get("BOSUN_SHARED", "").strip()
+    return Path(env) if env else REPO.parent / "shared"
+
+
+def load_model() -> Any:
+    """The shipped embedded model, cached by content hash."""
+    import tempfile
+
+    from bosun.core.embedding import CachingEmbedder
+    from bosun.server.model import load_embedder
+
+    home = Path(os.environ.get("BOSUN_HOME", tempfile.gettempdir() + "/bosun-bench-home"))
+    return CachingEmbedder(load_embedder(home))
+
+
+def metatool_docs() -> list[Policy]:
+    path = shared_dir() / "data" / "routing" / "metatool-docs.jsonl"
+    out = []
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        out.append(Policy(name=row["doc_id"], surface=row["text"], text=row["text"], source="metatool", fmt="oiax"))
+    return out
+
+
+def metatool_queries() -> list[dict[str, Any]]:
+    path = shared_dir() / "data" / "routing" / "metatool-queries-dev.jsonl.gz"
+    with gzip.open(path, "rt") as fh:
+        return [json.loads(line) for line in fh]
+
+
+def embed_cached(emb: Any, texts: list[str]) -> Any:
+    """Embed with an on-disk cache (benches re-embed the same thousands of queries on every run)."""
+    import hashlib
+    import tempfile
+
+    import numpy as np
+
+    path = Path(tempfile.gettempdir()) / f"bosun-bench-vecs-{emb.model_id()}.npz"
+    cache: dict[str, Any] = {}
+    if path.exists():
+        with np.load(path) as data:
+            cache = {k: data[k] for k in data.files}
+    keys = [hashlib.sha256(t.encode()).hexdigest()[:32] for t in texts]
+    missing = [i for i, k in enumerate(keys) if k not in cache]
+    if missing:
+        fresh = emb.embed([texts[i] for i in missing])
+        for i, vec in zip(missing, fresh, strict=True):
+            cache[keys[i]] = vec
+        np.savez(path, **cache)
+    return np.vstack([cache[k] for k in keys]) if keys else np.zeros((0, emb.dimension()), np.float32)

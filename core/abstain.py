@@ -1,0 +1,175 @@
+"""Should a prompt route to anything at all? A calibrated decision over several signals.
+
+Ranking (``bosun.core.route``) orders documents; this module decides which of
+the top ones are admitted. oiax admits with two fixed floors on raw scores,
+which its own corpus showed costing recall while its zero-false-alarm result
+rested on three negatives. bosun instead reads, for each candidate document:
+
+* ``sem``: its semantic cosine (best surface phrase);
+* ``lex``: its TF-IDF cosine (shared content words);
+* ``z``: how far its semantic score stands above this prompt's scores on the
+  whole corpus (in standard deviations): a prompt about nothing in the corpus
+  scores every document alike, a relevant one lifts a few;
+* ``margin``: its semantic lead over the best other document;
+* ``agree``: 1 when both scorers put it first.
+
+A logistic model turns them into a relevance probability; a document is
+routed when it reaches the operating point's ``threshold``. The shipped
+weights were fitted (``bench/route_fit_defaults.py``) on pooled labelled data
+and are recorded with their provenance; ``bosun eval route calibrate`` refits
+the threshold (and optionally the weights) for your corpus.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+FEATURES = ("sem", "lex", "z", "margin", "agree", "body_sem", "body_lex")
+
+
+@dataclass
+class OperatingPoint:
+    """Everything the router needs to decide, plus where it came from."""
+
+    weights: dict[str, float]
+    bias: float
+    threshold: float
+    top_k: int = 2
+    rrf_k: int = 60
+    model_id: str = ""
+    corpus_id: str = ""
+    corpus_fingerprint: str = ""
+    n_docs: int = 0
+    n_docs_range: tuple[int, int] = (0, 0)
+    separability: float = 0.0
+    separability_range: tuple[float, float] = (0.0, 1.0)
+    measured: str = ""  # ISO date
+    metrics: dict[str, float] = field(default_factory=dict)
+    source: str = "shipped"  # shipped | file path
+
+    def describe(self) -> str:
+        ws = " ".join(f"{k}={v:+.2f}" for k, v in self.weights.items())
+        return (
+            f"threshold={self.threshold:.2f} top_k={self.top_k} rrf_k={self.rrf_k} weights[{ws} bias={self.bias:+.2f}]"
+            f" measured {self.measured} on {self.corpus_id or 'unknown corpus'} ({self.n_docs} documents)"
+            f" under {self.model_id or 'unknown model'}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name == "source":
+                continue
+            value = getattr(self, f.name)
+            out[f.name] = list(value) if isinstance(value, tuple) else value
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], source: str) -> OperatingPoint:
+        from bosun.core.errors import InvalidInput
+
+        try:
+            weights = {str(k): float(v) for k, v in dict(data["weights"]).items()}
+            missing = [f for f in FEATURES if f not in weights]
+            if missing:
+                raise InvalidInput("operating_point.weights", f"missing {', '.join(missing)}", ", ".join(FEATURES))
+            nr = data.get("n_docs_range", [0, 0])
+            sr = data.get("separability_range", [0.0, 1.0])
+            return cls(
+                weights=weights,
+                bias=float(data["bias"]),
+                threshold=float(data["threshold"]),
+                top_k=int(data.get("top_k", 2)),
+                rrf_k=int(data.get("rrf_k", 60)),
+                model_id=str(data.get("model_id", "")),
+                corpus_id=str(data.get("corpus_id", "")),
+                corpus_fingerprint=str(data.get("corpus_fingerprint", "")),
+                n_docs=int(data.get("n_docs", 0)),
+                n_docs_range=(int(nr[0]), int(nr[1])),
+                separability=float(data.get("separability", 0.0)),
+                separability_range=(float(sr[0]), float(sr[1])),
+                measured=str(data.get("measured", "")),
+                metrics={str(k): float(v) for k, v in dict(data.get("metrics", {})).items()},
+                source=source,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidInput("operating_point", f"{source}: malformed ({exc})", "a TOML file written by `bosun eval route calibrate`") from exc
+
+
+# Fitted by bench/route_fit_defaults.py (logistic regression, class-balanced) on pooled labelled prompts:
+# MetaTool dev (199 tool descriptions; single/multi/awareness_pos positives, awareness_neg negatives) and
+# bosun's demo corpus (examples/policies-labelled.jsonl). See docs/routing.md for the run and its numbers.
+SHIPPED = OperatingPoint(
+    weights={"sem": 4.488, "lex": 4.447, "z": 0.14, "margin": 8.481, "agree": 0.063, "body_sem": 0.495,
+             "body_lex": 10.894},
+    bias=-2.908,
+    threshold=0.5,
+    model_id="all-MiniLM-L6-v2-int8",
+    corpus_id="pooled: MetaTool dev (199 tools; 12 random 15-tool subsets) + bosun demo policies (17)",
+    n_docs=199,
+    n_docs_range=(5, 2000),
+    separability=0.45,
+    separability_range=(0.15, 0.9),
+    measured="2026-11-29",
+)
+
+
+def candidate_features(lex: npt.NDArray[np.float32], sem: npt.NDArray[np.float32], doc: int,
+                       body_sem: npt.NDArray[np.float32] | None = None,
+                       body_lex: npt.NDArray[np.float32] | None = None) -> dict[str, float]:
+    """The decision signals of one document for one prompt (all arrays are per corpus document)."""
+    n = len(sem)
+    s = float(sem[doc])
+    if n >= 2:
+        others = np.delete(sem, doc)
+        margin = s - float(others.max())
+    else:
+        margin = 0.0
+    if n >= 5:
+        mu = float(sem.mean())
+        sd = float(sem.std())
+        z = (s - mu) / sd if sd > 1e-6 else 0.0
+    else:
+        z = 0.0
+    agree = 1.0 if (int(np.argmax(sem)) == doc and float(lex[doc]) > 0 and int(np.argmax(lex)) == doc) else 0.0
+    return {
+        "sem": s, "lex": float(lex[doc]), "z": z, "margin": margin, "agree": agree,
+        "body_sem": float(body_sem[doc]) if body_sem is not None else 0.0,
+        "body_lex": float(body_lex[doc]) if body_lex is not None else 0.0,
+    }
+
+
+def probability(op: OperatingPoint, feats: dict[str, float]) -> float:
+    x = op.bias + sum(op.weights[k] * feats[k] for k in FEATURES)
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
+
+
+def separability(surface_vecs: npt.NDArray[np.float32]) -> float:
+    """1 - mean nearest-neighbour cosine between documents' surfaces (higher = easier to tell apart)."""
+    n = surface_vecs.shape[0]
+    if n < 2:
+        return 1.0
+    sims = surface_vecs @ surface_vecs.T
+    np.fill_diagonal(sims, -np.inf)
+    return float(1.0 - sims.max(axis=1).mean())
+
+
+def divergence(op: OperatingPoint, n_docs: int, sep: float, model_id: str) -> list[str]:
+    """Reasons this corpus is far from where the operating point was measured (empty: none)."""
+    reasons = []
+    if op.model_id and model_id and op.model_id != model_id:
+        reasons.append(f"the operating point was measured under {op.model_id}; this index uses {model_id}")
+    lo, hi = op.n_docs_range
+    if hi and not lo <= n_docs <= hi:
+        reasons.append(f"this corpus has {n_docs} documents; the operating point was measured on {lo}-{hi}")
+    slo, shi = op.separability_range
+    if n_docs >= 2 and not slo <= sep <= shi:
+        reasons.append(
+            f"this corpus separates at {sep:.2f}; the operating point was measured on {slo:.2f}-{shi:.2f}"
+        )
+    return reasons

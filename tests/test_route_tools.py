@@ -1,0 +1,139 @@
+"""route / get_policy over MCP: contract, bad input, reload without restart, resources."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from bosun.core.embedding import HashEmbedder, Vectors
+from bosun.server.app import create_server
+from bosun.server.config import Config
+from bosun.server.engine import Engine
+from bosun.server.policies import EXTENSION_KEY, PolicyService
+
+DEPLOY = "# Deploy\n\n**Agent-trigger:** deploying the service to production, rollback plans\n\nRULE-TEXT: canary first.\n"
+MIGRATE = "# Migrations\n\n**Agent-trigger:** database schema migrations, dropping columns\n\nRULE-TEXT: expand then contract.\n"
+
+
+class CountingEmbedder(HashEmbedder):
+    """HashEmbedder that records every text it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__(64)
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.seen.extend(texts)
+        return super().embed(texts)
+
+
+async def test_route_returns_names_and_evidence_never_rule_text(real_client: Client) -> None:
+    res = await real_client.call_tool("route", {"prompt": "roll back the production deploy of the billing service"})
+    assert not res.is_error, res.content
+    out = res.structured_content
+    assert out is not None
+    assert 1 <= len(out["hits"]) <= 2
+    assert out["hits"][0]["name"] == "production-deploys"
+    why = " ".join(out["hits"][0]["why"])
+    assert "production" in why and "the" not in why.split(": ")[1].split(", ")
+    assert "canary (5% of traffic" not in json.dumps(out)  # never rule text
+
+
+async def test_get_policy_whole_document_once(client: Client) -> None:
+    res = await client.call_tool("get_policy", {"name": "database-migrations"})
+    assert not res.is_error
+    text = res.structured_content["text"]  # type: ignore[index]
+    assert text.count("**Agent-trigger:**") == 1
+    assert "## Exceptions" in text  # the carve-out travels with the rule
+
+
+async def test_unknown_policy_lists_closest_names(client: Client) -> None:
+    res = await client.call_tool("get_policy", {"name": "database-migration"})
+    assert res.is_error
+    assert "database-migrations" in res.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "needle"),
+    [("", "empty"), ("   \n\t", "empty"), ("x" * 100_001, "limit"), ("bad \udc80 text", "UTF-8")],
+)
+async def test_bad_prompts_get_named_errors(client: Client, prompt: str, needle: str) -> None:
+    res = await client.call_tool("route", {"prompt": prompt})
+    assert res.is_error
+    text = res.content[0].text  # type: ignore[union-attr]
+    assert "prompt" in text and needle in text
+    ok = await client.call_tool("route", {"prompt": "deploy to production"})
+    assert not ok.is_error  # the daemon keeps serving
+
+
+async def test_resources(client: Client) -> None:
+    listing = await client.read_resource("bosun://policies")
+    body = json.loads(listing.contents[0].text)  # type: ignore[union-attr]
+    names = {p["name"] for p in body["policies"]}
+    assert {"production-deploys", "release-notes", "python-style"} <= names
+    assert "deploy-freeze-2024" not in names  # superseded
+    assert body["demo_corpus"] is True
+    doc = await client.read_resource("bosun://policy/secrets-handling")
+    assert "Rotate" in doc.contents[0].text or "rotate" in doc.contents[0].text  # type: ignore[union-attr]
+
+
+async def test_reload_on_file_change_reembeds_only_changed_text(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOSUN_POLICY_POLL_S", "0.05")
+    corpus = tmp_path / "policies"
+    corpus.mkdir()
+    (corpus / "deploy.md").write_text(DEPLOY)
+    embedder = CountingEmbedder()
+    engine = Engine(Config(home=tmp_path / "home", policies=[corpus]), embedder_factory=lambda _c: embedder)
+    async with Client(create_server(engine)) as client:
+        res = await client.call_tool("get_policy", {"name": "deploy"})
+        assert not res.is_error
+        svc: PolicyService = engine.extensions[EXTENSION_KEY]
+        gen = svc.served.generation  # type: ignore[union-attr]
+        before = list(embedder.seen)
+        (corpus / "migrate.md").write_text(MIGRATE)
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if svc.served is not None and svc.served.generation > gen:
+                break
+        assert svc.served is not None and svc.served.generation > gen
+        fresh = embedder.seen[len(before):]
+        assert fresh and all("deploy" not in t.lower() for t in fresh)  # unchanged document not re-embedded
+        res = await client.call_tool("get_policy", {"name": "migrate"})
+        assert not res.is_error
+        # a duplicate name keeps the old index serving and reports the error
+        (corpus / "sub").mkdir()
+        (corpus / "sub" / "deploy.md").write_text(DEPLOY)
+        for _ in range(100):
+            await asyncio.sleep(0.05)
+            if svc.error:
+                break
+        assert svc.error and "deploy.md" in svc.error and "sub" in svc.error
+        res = await client.call_tool("route", {"prompt": "deploying the service to production"})
+        assert not res.is_error
+        assert any("reload failed" in n for n in res.structured_content.get("notices", []))  # type: ignore[union-attr]
+
+
+async def test_repeated_prompt_is_served_from_cache(engine: Engine) -> None:
+    async with Client(create_server(engine)) as client:
+        await client.call_tool("route", {"prompt": "deploy to production"})
+        svc: PolicyService = engine.extensions[EXTENSION_KEY]
+        first = await svc.route("what is the rollback plan for the deploy")
+        again = await svc.route("what is the rollback plan for the deploy")
+        assert first["cached"] is False and again["cached"] is True
+        assert again["hits"] == first["hits"]
+
+
+async def test_missing_corpus_directory_warns_and_serves(tmp_path: Path) -> None:
+    engine = Engine(Config(home=tmp_path / "h", policies=[tmp_path / "nope"]),
+                    embedder_factory=lambda _c: HashEmbedder(64))
+    async with Client(create_server(engine)) as client:
+        res = await client.call_tool("route", {"prompt": "deploy"})
+        assert not res.is_error
+        assert res.structured_content["hits"] == []  # type: ignore[index]
+        listing = json.loads((await client.read_resource("bosun://policies")).contents[0].text)  # type: ignore[union-attr]
+        assert any("nope does not exist" in w for w in listing["warnings"])
