@@ -201,3 +201,28 @@ def test_seal_hash_is_plain_sha256_of_documented_bytes() -> None:
 
     h, b = "a" * 64, "b" * 64
     assert prefix_hash(h, b) == hashlib.sha256((h + b).encode()).hexdigest()
+
+
+async def test_head_and_contract_through_observe(client: Client) -> None:
+    """The head/contract rows of the drift table, recorded by the observe tool (issue 5) via record_head."""
+    tools = {t.name for t in (await client.list_tools()).tools}
+    if "observe" not in tools:
+        pytest.skip("observe tool not registered")
+    a = await _start(client)
+    tid = a["task_id"]
+    r = await client.call_tool("observe", {"task_id": tid, "kind": "contract", "text": "tools: bash(command), edit(path, text)"})
+    assert not r.is_error, r.content[0].text
+    st = await _status(client, tid, a["seal"])
+    assert st["drift"]["verdict"] == "minor_drift" and st["drift"]["changed"] == ["zoneB"]
+    r = await client.call_tool("observe", {"task_id": tid, "kind": "head",
+                                           "text": "You are a careful agent. Session started 2026-11-29T09:00:00Z"})
+    assert not r.is_error, r.content[0].text
+    st2 = await _status(client, tid, st["seal"])
+    assert st2["drift"]["verdict"] == "critical_drift" and st2["drift"]["cause"] == "head_changed"
+
+
+async def test_json_looking_text_stays_text(client: Client) -> None:
+    """The SDK pre-parses JSON-looking strings for non-str parameters; plan's text fields are plain str."""
+    a = await _start(client, rules='{"rule": "ask before deleting"}', decisions=['{"db": "sqlite"}'])
+    r = _sc(await client.call_tool("plan", {"mode": "resume", "task_id": a["task_id"]}))
+    assert r["resume"]["decisions"][-1] == '{"db": "sqlite"}'
