@@ -211,12 +211,12 @@ async def test_head_and_contract_through_observe(client: Client) -> None:
     a = await _start(client)
     tid = a["task_id"]
     r = await client.call_tool("observe", {"task_id": tid, "kind": "contract", "text": "tools: bash(command), edit(path, text)"})
-    assert not r.is_error, r.content[0].text
+    assert not r.is_error, _err(r) if r.is_error else ""
     st = await _status(client, tid, a["seal"])
     assert st["drift"]["verdict"] == "minor_drift" and st["drift"]["changed"] == ["zoneB"]
     r = await client.call_tool("observe", {"task_id": tid, "kind": "head",
                                            "text": "You are a careful agent. Session started 2026-11-29T09:00:00Z"})
-    assert not r.is_error, r.content[0].text
+    assert not r.is_error, _err(r) if r.is_error else ""
     st2 = await _status(client, tid, st["seal"])
     assert st2["drift"]["verdict"] == "critical_drift" and st2["drift"]["cause"] == "head_changed"
 
