@@ -1,0 +1,174 @@
+"""``bosun eval route score|sweep|calibrate CORPUS < labelled.jsonl``: measure and calibrate routing.
+
+The labelled file is oiax's JSONL: ``{"prompt", "expected": [names]}`` with
+``[]`` for a negative and an optional ``sibling`` (a near-miss policy whose
+routing would be harmful). ``score`` reports the operating point in force;
+``sweep`` prints the whole grid, losing rows included; ``calibrate`` picks the
+winner by a stated rule (zero false alarms is a hard gate, then F1, then the
+quieter point) and writes it as TOML; nothing clears the gate: exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+from pathlib import Path
+from typing import Any
+
+NAME = "eval"
+HELP = "measure routing quality on labelled prompts: bosun eval route score|sweep|calibrate CORPUS < labelled.jsonl"
+
+THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+TOP_KS = (1, 2)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="eval_what", required=True)
+    rp = sub.add_parser("route", help="routing quality (route / get_policy)")
+    rp.add_argument("mode", choices=["score", "sweep", "calibrate"])
+    rp.add_argument("corpus", nargs="+", help="policy directory (or several)")
+    rp.add_argument("--operating-point", help="TOML from `calibrate` (score: default is the shipped point)")
+    rp.add_argument("--out", help="calibrate: where to write the operating point TOML")
+    rp.add_argument("--corpus-id", default="", help="calibrate: a human name for this corpus")
+    rp.add_argument("--refit", action="store_true", help="calibrate/sweep: also refit the decision weights on these labels")
+    rp.add_argument("--home", help="state directory for the model (default $BOSUN_HOME or ~/.bosun)")
+    rp.add_argument("--input", default="-", help="labelled JSONL file (default: stdin)")
+
+
+def _fmt(m: dict[str, float]) -> str:
+    return (f"{m['recall_at_2']:>8.3f} {m['precision']:>9.3f} {m['f1']:>6.3f} {m['top1']:>6.3f} "
+            f"{int(m['false_alarms']):>3}/{int(m['negatives']):<3} {m['harmful_sibling_rate']:>8.3f}")
+
+
+HEADER = f"{'threshold':>9} {'top_k':>5} {'recall@2':>8} {'precision':>9} {'F1':>6} {'top-1':>6} {'FA':>7} {'sibling':>8}"
+
+
+def run(args: argparse.Namespace) -> int:
+    import os
+
+    from bosun.core.abstain import SHIPPED, OperatingPoint, separability
+    from bosun.core.embedding import CachingEmbedder
+    from bosun.core.errors import BosunError
+    from bosun.core.policy_corpus import corpus_fingerprint
+    from bosun.core.route import build_index_with, route
+    from bosun.core.route_metrics import compute, parse_labelled
+    from bosun.server.model import load_embedder
+    from bosun.server.policies import CorpusError, load_operating_point_file, scan_corpus
+
+    dirs = [Path(d).expanduser() for d in args.corpus]
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        print(f"corpus: {', '.join(missing)} is not a directory", file=sys.stderr)
+        return 2
+    try:
+        scan = scan_corpus(dirs)
+    except CorpusError as exc:
+        print(f"corpus: {exc}", file=sys.stderr)
+        return 2
+    for w in scan.warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if not scan.policies:
+        print("corpus: no routable policies found", file=sys.stderr)
+        return 2
+    try:
+        text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text(encoding="utf-8")
+        rows = parse_labelled(text.splitlines(), known={p.name for p in scan.policies})
+    except (OSError, BosunError) as exc:
+        print(f"labelled: {exc}", file=sys.stderr)
+        return 2
+
+    home = Path(args.home or os.environ.get("BOSUN_HOME") or "~/.bosun").expanduser()
+    emb = CachingEmbedder(load_embedder(home))
+    try:
+        op = load_operating_point_file(Path(args.operating_point)) if args.operating_point else SHIPPED
+    except BosunError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    if args.operating_point and op.model_id and op.model_id != emb.model_id():
+        print(f"operating point {args.operating_point} was measured under {op.model_id}; the model is "
+              f"{emb.model_id()}: recalibrate", file=sys.stderr)
+        return 2
+    index = build_index_with(scan.policies, emb)
+    qvecs = emb.embed([r.prompt for r in rows])
+    sep = separability(index.surface_vectors())
+    print(f"corpus: {len(index)} documents, separability {sep:.2f}; {len(rows)} prompts "
+          f"({sum(1 for r in rows if not r.expected)} negatives, {sum(1 for r in rows if r.sibling)} with siblings)")
+
+    def evaluate(point: OperatingPoint, threshold: float, top_k: int) -> dict[str, float]:
+        routed = [[h.name for h in route(index, r.prompt, q, point, top_k=top_k, threshold=threshold).hits]
+                  for r, q in zip(rows, qvecs, strict=True)]
+        return compute(rows, routed)
+
+    if args.mode == "score":
+        m = evaluate(op, op.threshold, op.top_k)
+        print(f"operating point: {op.describe()}")
+        print(HEADER)
+        print(f"{op.threshold:>9.2f} {op.top_k:>5} {_fmt(m)}")
+        return 0
+
+    base = op
+    if args.refit:
+        base = _refit(index, rows, qvecs, op)
+        print(f"refitted weights: {base.weights} bias {base.bias:+.3f}")
+    grid = []
+    for thr in THRESHOLDS:
+        for k in TOP_KS:
+            grid.append((thr, k, evaluate(base, thr, k)))
+    # the rule: zero false alarms is a gate; then F1; ties go to the quieter point
+    survivors = [g for g in grid if g[2]["false_alarms"] == 0]
+    winner = max(survivors, key=lambda g: (round(g[2]["f1"], 6), g[0], -g[1])) if survivors else None
+    print(HEADER + "  ")
+    for thr, k, m in grid:
+        mark = "  <- chosen" if winner is not None and (thr, k) == winner[:2] else ("  (false alarms)" if m["false_alarms"] else "")
+        print(f"{thr:>9.2f} {k:>5} {_fmt(m)}{mark}")
+    if args.mode == "sweep":
+        return 0
+    if winner is None:
+        print("no configuration routes zero negatives: fix the corpus's routing surfaces (or the labels), "
+              "not the threshold", file=sys.stderr)
+        return 1
+    if not args.out:
+        print("calibrate needs --out FILE", file=sys.stderr)
+        return 2
+    thr, k, m = winner
+    chosen = OperatingPoint(
+        weights=base.weights, bias=base.bias, threshold=thr, top_k=k, rrf_k=base.rrf_k, model_id=emb.model_id(),
+        corpus_id=args.corpus_id or ", ".join(str(d) for d in dirs),
+        corpus_fingerprint=corpus_fingerprint(scan.policies), n_docs=len(index),
+        n_docs_range=(max(1, len(index) // 2), len(index) * 2), separability=round(sep, 4),
+        separability_range=(round(max(0.0, sep - 0.15), 4), round(min(1.0, sep + 0.15), 4)),
+        measured=dt.date.today().isoformat(), metrics={k2: round(v, 4) for k2, v in m.items()},
+    )
+    import tomli_w
+
+    Path(args.out).write_text(tomli_w.dumps(_toml_ready(chosen.to_dict())))
+    print(f"wrote {args.out}: threshold {thr:.2f}, top_k {k} (serve it with BOSUN_ROUTE_OPERATING_POINT={args.out})")
+    return 0
+
+
+def _toml_ready(data: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def _refit(index: Any, rows: Any, qvecs: Any, op: Any) -> Any:
+    """Refit the logistic decision weights on these labels (class-balanced)."""
+    import numpy as np
+    from sklearn.linear_model import LogisticRegression
+
+    from bosun.core.abstain import FEATURES, OperatingPoint, candidate_features
+    from bosun.core.route import score
+
+    X, y = [], []
+    for r, q in zip(rows, qvecs, strict=True):
+        sc = score(index, r.prompt, q, op.rrf_k)
+        for doc in sc.order[: op.top_k + 1].tolist():
+            f = candidate_features(sc.lexical, sc.semantic, doc, sc.body_semantic, sc.body_lexical)
+            X.append([f[k] for k in FEATURES])
+            y.append(1 if index.policies[doc].name in r.expected else 0)
+    if len(set(y)) < 2:
+        return op
+    lr = LogisticRegression(class_weight="balanced", C=1.0, max_iter=2000).fit(np.array(X), np.array(y))
+    weights = {k: round(float(c), 4) for k, c in zip(FEATURES, lr.coef_[0], strict=True)}
+    return OperatingPoint(weights=weights, bias=round(float(lr.intercept_[0]), 4), threshold=op.threshold,
+                          top_k=op.top_k, rrf_k=op.rrf_k, model_id=op.model_id)
