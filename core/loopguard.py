@@ -303,7 +303,7 @@ class LoopGuard:
         command = shell_command(tool, args)
         if command is None:
             return _Effects(tool, (), None, {})
-        effect = analyse(command, dict(self.scripts))
+        effect = analyse(command, self.scripts)
         return _Effects(f"{tool}:{effect.family}", effect.targets if effect.writes else (), effect.reads,
                         effect.created_scripts, executes=not effect.writes and effect.reads is None)
 
@@ -384,12 +384,20 @@ class LoopGuard:
         self.no_progress = 0 if progress else self.no_progress + 1
 
     # ------------------------------------------------------------ judging a proposed call
-    def check(self, tool: str, args: Any) -> list[Finding]:
-        """Findings for calling ``tool`` with ``args`` now, most severe first (empty: allow)."""
+    def check(self, tool: str, args: Any, remember: bool = False) -> list[Finding]:
+        """Findings for calling ``tool`` with ``args`` now, most severe first (empty: allow).
+
+        ``remember=True`` also keeps the call's analysed effects for when its result arrives
+        (what precheck does: it sees the full arguments, observe journals them shortened).
+        """
         a_hash = args_hash(args)
         key = call_key(tool, a_hash)
         fx = self.remembered.get(key)
-        family = fx.family if fx is not None else self._effects(tool, args).family
+        if fx is None:
+            fx = self._effects(tool, args)
+            if remember and shell_command(tool, args) is not None:
+                _lru_put(self.remembered, key, fx, 64)
+        family = fx.family
         rec = self.calls.get(key)
         p = self.policy
         findings: list[Finding] = []

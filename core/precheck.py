@@ -41,8 +41,7 @@ def evaluate(tool: str, args: Any, state: TaskState, rules: RuleSet, guard: Loop
     budget = parse_budget({k: v for k, v in state.budget.items() if k in BUDGET_KEYS})
     money = check_budget(budget, state.consumed_tokens) if not budget.empty else None
     key_args = args if guard_args is None else guard_args
-    guard.remember(tool, key_args)
-    findings = guard.check(tool, key_args)
+    findings = guard.check(tool, key_args, remember=True)
     return decide(hits, money, findings, state, seal, invariants_error)
 
 

@@ -14,6 +14,7 @@ loop (a false block), while a spurious edit only costs a missed detection.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
@@ -222,9 +223,36 @@ def _is_python(prog: str) -> bool:
     return prog.startswith("python")
 
 
-def analyse(command: str, known_scripts: dict[str, bool] | None = None) -> ShellEffect:
-    """Effects of ``command``. ``known_scripts`` maps scripts this task wrote to "their body writes files"."""
-    known = known_scripts or {}
+_CACHE_MAX_CHARS = 16_384
+_cache: dict[str, ShellEffect] = {}
+
+
+def analyse(command: str, known_scripts: Mapping[str, bool] | None = None) -> ShellEffect:
+    """Effects of ``command``. ``known_scripts`` maps scripts this task wrote to "their body writes files".
+
+    The command's own effects are computed once (small LRU cache: precheck analyses the same
+    command for invariants and the loop guard); running a known file-writing script is
+    applied on top.
+    """
+    base = _cache.get(command)
+    if base is None:
+        base = _analyse(command)
+        if len(command) <= _CACHE_MAX_CHARS:
+            _cache[command] = base
+            if len(_cache) > 256:
+                del _cache[next(iter(_cache))]
+    if not known_scripts or base.targets is None:
+        return base
+    runs_writer = any(known_scripts.get(s) or known_scripts.get(s.lstrip("./")) for s in base.scripts_run
+                      if s not in base.created_scripts)
+    if not runs_writer:
+        return base
+    return ShellEffect(writes=True, targets=None, reads=None, family=base.family, runs_tests=base.runs_tests,
+                       scripts_run=base.scripts_run, created_scripts=base.created_scripts)
+
+
+def _analyse(command: str) -> ShellEffect:
+    known: dict[str, bool] = {}
     text, docs = _strip_heredocs(command)
     writes = False
     targets: list[str] = []
