@@ -157,7 +157,9 @@ class TaskService:
         budget: Mapping[str, Any] | None = None,
         agent: str | None = None,
         task_id: str | None = None,
+        extra: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> TaskState:
+        """Create a task; ``extra`` events (lessons, memory, rules ...) land in the same statement."""
         payload = {
             "objective": check_text("objective", objective),
             "constraints": [check_text(f"constraints[{i}]", c) for i, c in enumerate(constraints)],
@@ -169,7 +171,9 @@ class TaskService:
         store = await self.store()
         async with self._lock(tid):
             try:
-                events = await store.append(tid, [NewEvent("task_started", payload, agent)], 0)
+                events = await store.append(
+                    tid, [NewEvent("task_started", payload, agent)] + [NewEvent(k, dict(p), agent) for k, p in extra], 0
+                )
             except Conflict as exc:
                 raise InvalidInput("task_id", f"task {tid} already exists", "omit task_id to get a fresh one") from exc
             state = rebuild(events, tid)

@@ -127,3 +127,27 @@ def test_recorded_seal_always_matches_the_state() -> None:
         kind, payload = rng.choice(kinds)
         state = apply_event(state, Event("t", i, kind, payload(i)))
         assert state.seal == hashes(state)["seal"], kind
+
+
+async def test_store_keeps_the_journal_append_only_and_gap_free(opened: Engine) -> None:
+    import sqlite3
+
+    from bosun.core.errors import Conflict
+    from bosun.store.tasks import NewEvent
+
+    svc = tasks_of(opened)
+    st = await svc.start("objective", extra=[("lesson_added", {"text": "l1"})])
+    assert st.version == 2 and st.lessons == ["l1"]
+    store = await svc.store()
+    with pytest.raises(Conflict):  # a gap
+        await store.append(st.task_id, [NewEvent("lesson_added", {"text": "x"})], 5)
+    with pytest.raises(Conflict):  # a stale version
+        await store.append(st.task_id, [NewEvent("lesson_added", {"text": "x"})], 1)
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        await opened.conn.execute("UPDATE task_events SET kind = 'x' WHERE task_id = ?", (st.task_id,))
+    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
+        await opened.conn.execute("DELETE FROM task_events WHERE task_id = ?", (st.task_id,))
+    await svc.append(st.task_id, "task_closed", {"status": "failed"})
+    row = await store.task(st.task_id)
+    assert row is not None and row.status == "failed" and row.version == 3 and row.objective == "objective"
+    assert [e.seq for e in await svc.events(st.task_id)] == [1, 2, 3]

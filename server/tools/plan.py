@@ -204,17 +204,16 @@ async def _plan(
             raise InvalidInput("task_id", "is assigned by start; omit it")
         if budget_tokens is not None and budget_tokens <= 0:
             raise InvalidInput("budget_tokens", "must be > 0")
-        state = await svc.start(objective, constraints=constraints or [], decisions=decisions or [],
-                                plan=steps or [], budget={"tokens": budget_tokens} if budget_tokens else {},
-                                agent=agent)
-        extra = _update_events(state, {"lessons": lessons, "memory": memory, "declare": declare})
+        blank = TaskState(task_id="")
+        extra = _update_events(blank, {"lessons": lessons, "memory": memory, "declare": declare})
         report = None
         if rules is not None:
-            event, report = await svc.head_event(state, "rules", check_text("rules", rules))
+            event, report = await svc.head_event(blank, "rules", check_text("rules", rules))
             extra = ([event] if event else []) + extra
-        if extra:
-            state = await svc.append_many(state.task_id, extra, agent=agent)
-        out = _base(state, await svc.check_seal(state.task_id, None))
+        state = await svc.start(objective, constraints=constraints or [], decisions=decisions or [],
+                                plan=steps or [], budget={"tokens": budget_tokens} if budget_tokens else {},
+                                agent=agent, extra=extra)  # one statement: the task never exists half-made
+        out = _base(state, await svc.check_seal(state.task_id, None, state))
         if report is not None:
             out["rules"] = _head_summary(report)
         return out
