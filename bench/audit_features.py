@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bosun.core.audit import build_index, match_claim
+from bosun.core.audit import build_index, embed_text, match_claim
 from bosun.core.claims import _LIST_MARK, strip_citations
 from bosun.core.embedding import text_key
 
@@ -73,7 +73,7 @@ def features(ex: Example, emb: EmbedCache | None) -> dict[str, float]:
     index = build_index(contents)
     claim = clean_claim(ex.claim)
     if emb is not None and index.sentences:
-        vecs = emb.embed([claim] + [s.text for s in index.sentences])
+        vecs = emb.embed([embed_text(claim)] + [embed_text(s.text) for s in index.sentences])
         m = match_claim(claim, index, contents, vecs[0], vecs[1:])
     else:
         m = match_claim(claim, index, contents)

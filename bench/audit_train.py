@@ -19,7 +19,7 @@ from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import expertqa, wice
-from audit_features import EmbedCache, features
+from audit_features import EmbedCache, clean_claim, features
 
 from bosun.core.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES
 
@@ -49,6 +49,19 @@ def main() -> None:
     lexical_only = "--lexical-only" in sys.argv  # quick iteration: keeps the file's semantic section
     emb = None if lexical_only else EmbedCache()
     data = [e for e in wice() + expertqa() if e.label in (0, 1)]
+    if emb is not None:  # embed every text once up front, in slices, so memory stays flat
+        from bosun.core.audit import build_index, embed_text
+
+        # ExpertQA first (all labels: the evaluation reuses this cache), then the WiCE rows trained on
+        everything = expertqa() + [e for e in wice() if e.label in (0, 1)]
+        texts = list(dict.fromkeys(
+            [embed_text(clean_claim(ex.claim)) for ex in everything]
+            + [embed_text(s.text) for ex in everything for s in build_index([c["content"] for c in ex.chunks]).sentences]
+        ))
+        for start in range(0, len(texts), 512):
+            emb.embed(texts[start : start + 512])
+            print(f"embedded {min(start + 512, len(texts))}/{len(texts)}", file=sys.stderr, flush=True)
+            emb.save()
     rows = []
     for i, ex in enumerate(data):
         rows.append(features(ex, emb))

@@ -42,7 +42,8 @@ MAX_CHUNK_CHARS = 2_000_000
 MAX_TOTAL_CHUNK_CHARS = 20_000_000
 TOP_K = 6  # candidate sentences considered for a two-sentence pair
 PAIR_GAIN = 0.15  # a second sentence must add this much coverage to be cited
-CONTRADICTED_CAP = 0.05  # a contradicted claim's confidence never exceeds this
+CONTRADICTED_CAP = 0.05
+EMBED_CHARS = 1000  # a contradicted claim's confidence never exceeds this
 
 LEXICAL_FEATURES = ("cov1", "cov2", "cov_chunk", "cov_all", "bigram", "log_len", "num_missing", "mismatch")
 SEMANTIC_FEATURES = (*LEXICAL_FEATURES, "sem_max", "sem_lex")
@@ -358,6 +359,12 @@ def _mismatches(
     return found
 
 
+def embed_text(text: str) -> str:
+    """What the semantic matcher embeds: the model reads ~256 tokens, so longer text is cut first
+    (keeps memory flat on pages whose "sentences" are whole navigation menus)."""
+    return text[:EMBED_CHARS]
+
+
 # -- the report ----------------------------------------------------------------------------
 
 class ComplianceViolation(BosunError):
@@ -388,7 +395,7 @@ class AuditPlan:
     response_chars: int
 
     def texts_to_embed(self) -> list[str]:
-        return [c.clean for c in self.claims] + [s.text for s in self.index.sentences]
+        return [embed_text(c.clean) for c in self.claims] + [embed_text(s.text) for s in self.index.sentences]
 
 
 def plan_audit(query: Any, chunks: Any, response: Any, config: AuditConfig) -> AuditPlan:

@@ -117,6 +117,13 @@ _NON_CLAIM_START = re.compile(
     r"if you (?:have|need|want|are|would)|do you|would you)\b",
     re.IGNORECASE,
 )
+_CHATTER = re.compile(
+    r"^(?:good luck|hope|happy|enjoy|now,? let'?s|it'?s worth|(?:step|option|tip|note) \d+\b|"
+    r"(?:that'?s|this is|it'?s) (?:a |an )?(?:really |very )?(?:interesting|great|good|complex|broad|tricky)\b)"
+    r"|\b(?:it|that|this) (?:all )?depends\b|\bnot (?:medical|legal|financial|professional) advice\b"
+    r"|^(?:in (?:summary|conclusion|short)|overall|to sum up),? (?:it|this|that|the answer)\b",
+    re.IGNORECASE,
+)
 _OPINION = re.compile(
     r"\b(?:i think|i believe|i feel|in my (?:opinion|view|experience)|i would|i'd recommend|i recommend|"
     r"we recommend|i suggest|personally|my favou?rite|i love|i like)\b",
@@ -139,18 +146,21 @@ def is_factual_claim(sentence: str) -> bool:
     """The claimify-style selection rule: does this sentence assert a checkable fact?"""
     text = _LIST_MARK.sub("", strip_citations(sentence)).strip()
     words = text.split()
-    if len(words) < 3:
+    cjk = sum(1 for ch in text if _is_cjk(ch))
+    if len(words) + cjk // 2 < 3:
         return False
     if text.endswith("?") or text.endswith(":") or text.startswith(("#", "|", "```")):
         return False
-    if _NON_CLAIM_START.match(text) or _OPINION.search(text):
+    if _NON_CLAIM_START.match(text) or _OPINION.search(text) or _CHATTER.search(text):
         return False
     first = words[0].lower().strip(",.;:\"'")
     if first in _IMPERATIVE:
         return False
-    if not text.endswith((".", "!", "。", ")", '"', "”")) and len(words) <= 6 and not _VERBISH.search(text):
+    if not text.endswith((".", "!", "。", ")", '"', "”")) and len(words) <= 6 and not cjk and not _VERBISH.search(text):
         return False  # a heading or a fragment
-    return len(words) >= 8 or bool(_VERBISH.search(" ".join(words[1:])) or any(_is_cjk(ch) for ch in text))
+    if len(words) >= 8 or (len(words) >= 5 and text.endswith((".", "!"))):
+        return True
+    return bool(_VERBISH.search(" ".join(words[1:])) or any(_is_cjk(ch) for ch in text))
 
 
 @dataclass(frozen=True)

@@ -408,10 +408,10 @@ def _entity_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
         return []
     x_tokens = set(content_tokens(context))
     claim_tokens = set(content_tokens(claim))
-    missing = [(n, ini) for n, ini in c_names if not (set(content_tokens(n)) & x_tokens)]
+    missing = [(n, ini) for n, ini in c_names if set(content_tokens(n)) - x_tokens]
     if not missing:
         return []
-    e_names = [(n, ini) for n, ini in _names(evidence) if not (set(content_tokens(n)) & claim_tokens)]
+    e_names = [(n, ini) for n, ini in _names(evidence) if set(content_tokens(n)) - claim_tokens]
     for name, initial in missing:
         # a sentence-initial capital is only a name when the evidence puts another name in that place
         rivals = [n for n, e_ini in e_names if e_ini == initial or not initial]

@@ -115,7 +115,8 @@ def parse_rules(domains: tuple[str, ...]) -> list[Rule]:
         host = host.split(":", 1)[0].rstrip(".")
         if host.startswith("www."):
             host = host[4:]
-        if not _valid_host(host):
+        single_label_ok = subdomains_only and bool(_HOST_LABEL.match(host))  # "*.gov"
+        if not (_valid_host(host) or single_label_ok):
             raise InvalidInput(
                 f"config.allowed_domains[{i}]", f"{entry!r} is not a domain", "host, *.host or host/path/prefix"
             )

@@ -1,0 +1,79 @@
+"""``bosun audit FILE``: dokis input format, config discovery, --json, stdin, exit codes 0/1/2."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from bosun.server.commands import audit as cmd
+
+SAMPLE = {
+    "query": "q",
+    "chunks": [{"content": "The archived 2018 formulary says the adult acetaminophen limit is 6 grams per day.",
+                "source_url": "https://who.int/archive/formulary-2018", "metadata": {"year": 2018}}],
+    "response": "The archived 2018 formulary says the adult acetaminophen limit is 6 grams per day.",
+}
+
+
+def run(argv: list[str], monkeypatch: pytest.MonkeyPatch, cwd: Path, stdin: str | None = None) -> int:
+    monkeypatch.chdir(cwd)
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    parser = argparse.ArgumentParser()
+    cmd.add_arguments(parser)
+    return cmd.run(parser.parse_args(argv))
+
+
+def test_pass_fail_and_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    f = tmp_path / "in.json"
+    f.write_text(json.dumps(SAMPLE))
+    assert run([str(f), "--as-of", "2018-06-01"], monkeypatch, tmp_path) == 0
+    assert "TRUST PASSED" in capsys.readouterr().out
+    (tmp_path / "provenance.toml").write_text("max_source_age_days = 365\nstale_source_action = \"fail\"\n")
+    assert run([str(f), "--as-of", "2026-01-01"], monkeypatch, tmp_path) == 1  # discovered: stale fails
+    out = capsys.readouterr().out
+    assert "TRUST FAILED" in out and "provenance.toml" in out and "stale" in out
+    assert run([str(f), "--as-of", "2026-01-01", "--json"], monkeypatch, tmp_path) == 1
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["claims"][0]["freshness_status"] == "stale" and rep["config_file"].endswith("provenance.toml")
+
+
+def test_stdin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run(["-", "--json"], monkeypatch, tmp_path, stdin=json.dumps(SAMPLE)) == 0
+    assert json.loads(capsys.readouterr().out)["trust_passed"] is True
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [("{not json", "not valid JSON"), ('{"query": "q"}', "missing field"), ("[1]", "JSON object"),
+     ('{"chunks": [{"source_url": "https://a.org"}], "response": "x"}', "chunks[0].content")],
+)
+def test_input_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                      content: str, message: str) -> None:
+    f = tmp_path / "in.json"
+    f.write_text(content)
+    assert run([str(f)], monkeypatch, tmp_path) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_file_and_bad_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    assert run([str(tmp_path / "nope.json")], monkeypatch, tmp_path) == 2
+    f = tmp_path / "in.json"
+    f.write_text(json.dumps(SAMPLE))
+    bad = tmp_path / "bad.toml"
+    bad.write_text('extractor = "llm"\n')
+    assert run([str(f), "--config", str(bad)], monkeypatch, tmp_path) == 2
+    assert "config.extractor" in capsys.readouterr().err
+
+
+def test_lexical_path_does_not_load_the_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    f = tmp_path / "in.json"
+    f.write_text(json.dumps(SAMPLE))
+    before = set(sys.modules)
+    run([str(f), "--as-of", "2018-06-01"], monkeypatch, tmp_path)
+    assert not any(m.startswith(("fastembed", "onnxruntime")) for m in set(sys.modules) - before)
