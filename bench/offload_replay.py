@@ -49,12 +49,11 @@ from bosun.server.tasks import tasks_of
 
 SHARED = Path(os.environ.get("BOSUN_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
 DATA = SHARED / "data" / "trajectories" / "miniswe-dev.jsonl.gz"
-LOOKAHEAD = 3  # commands after an output in which we look for what the agent used from it
+DIGEST = 14  # tokens of the digest line a compacted result leaves behind
 RECALL_HEADER = 24  # tokens of the one-line header above a recall's text (measured on real answers)
 TOKEN = re.compile(r"[A-Za-z_][\w-]*(?:(?:\.|/|::)[\w-]+)+|[A-Za-z_]\w{4,}")
 STOP = set(
-    "python python3 print import from return class while break continue raise assert lambda yield "
-    "global async await false true none self except finally error value other string number".split()
+    ["python", "python3", "print", "import", "from", "return", "class", "while", "break", "continue", "raise", "assert", "lambda", "yield", "global", "async", "await", "false", "true", "none", "self", "except", "finally", "error", "value", "other", "string", "number"]
 )
 
 
@@ -83,6 +82,7 @@ class RunResult:
     stub_tokens: int = 0
     recall_tokens: int = 0
     extra_turns: int = 0
+    compactions: int = 0
     schema_carried: int = 0
     needs: list[Need] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
@@ -106,24 +106,18 @@ def command_of(call: dict[str, Any]) -> str:
     return str(args.get("command", "")) if isinstance(args, dict) else str(args)
 
 
-def extract_needs(output: str, calls: list[dict[str, Any]], i: int) -> list[Need]:
-    """What the agent's next commands used from ``output`` (and had not typed before it)."""
-    later = " \n".join(command_of(c) for c in calls[i + 1 : i + 1 + LOOKAHEAD])
-    if not later.strip():
-        return []
-    before = " \n".join(command_of(c) for c in calls[: i + 1])
-    needs: list[Need] = []
-    seen: set[str] = set()
-    for n, line in enumerate(output.splitlines(), 1):
+def line_keys(text: str) -> dict[str, int]:
+    """Stripped lines long enough to be copied on purpose, with their first line number."""
+    out: dict[str, int] = {}
+    for n, line in enumerate(text.splitlines(), 1):
         s = line.strip()
-        if len(s) >= 16 and s not in seen and s in later and s not in before:
-            seen.add(s)
-            needs.append(Need("line", s, n))
-    lines_text = " ".join(nd.text for nd in needs)
-    for tok in dict.fromkeys(TOKEN.findall(later)):
-        if distinctive(tok) and tok in output and tok not in before and tok not in lines_text:
-            needs.append(Need("name", tok))
-    return needs[:25]
+        if len(s) >= 16 and s not in out:
+            out[s] = n
+    return out
+
+
+def name_keys(text: str) -> set[str]:
+    return {t for t in TOKEN.findall(text) if distinctive(t)}
 
 
 def plan_recalls(needs: list[Need], output: str) -> list[dict[str, Any]]:
@@ -142,74 +136,156 @@ def plan_recalls(needs: list[Need], output: str) -> list[dict[str, Any]]:
     names = [nd.text for nd in needs if nd.kind == "name"]
     if names and len(calls) < 3:
         pattern = "|".join(re.escape(t) for t in names[:10])
-        calls.append({"op": "grep", "pattern": pattern, "max_matches": 12})
+        calls.append({"op": "grep", "pattern": pattern, "max_matches": 30})
     return calls
 
 
-async def replay_run(engine: Engine, run: dict[str, Any], mode: str, schema_tokens: int) -> RunResult:
+@dataclass
+class Item:
+    """One thing the prompt carries: its size over time as (from, size) segments."""
+
+    start: float
+    segments: list[tuple[float, int]]
+    text: str = ""  # what the agent can read in it (full output, stub, recall answer, digest)
+    full: bool = False
+
+
+def carried(items: list[Item], prompts: list[float]) -> int:
+    total = 0
+    for it in items:
+        segs = it.segments
+        for k, (t0, size) in enumerate(segs):
+            t1 = segs[k + 1][0] if k + 1 < len(segs) else float("inf")
+            total += size * sum(1 for p in prompts if t0 < p < t1)
+    return total
+
+
+async def replay_run(
+    engine: Engine, run: dict[str, Any], mode: str, schema_tokens: int, compact_every: int
+) -> RunResult:
+    from bosun.core.compaction import plan_compaction
+    from bosun.core.offload import get_mode
+
     svc = offload_of(engine)
     tasks = tasks_of(engine)
-    state = await tasks.start(objective=f"replay {run['traj_id']}", task_id=None)
+    state = await tasks.start(objective=f"replay {run['traj_id']}")
     tid = state.task_id
     calls = run["calls"]
     n = len(calls)
     res = RunResult(run["traj_id"], n)
-    base_items: list[tuple[float, int]] = []
-    bosun_items: list[tuple[float, int]] = []
+    outputs = [c.get("output") or "" for c in calls]
+    lines_of = [line_keys(o) for o in outputs]
+    names_of = [name_keys(o) for o in outputs]
+    refs: list[str | None] = [None] * n  # stored ref of each output
+    base_items: list[Item] = []
+    items: list[Item] = []
+    by_output: dict[int, Item] = {}
     extra_prompts: list[float] = []
-    for i, call in enumerate(calls):
-        out = call.get("output") or ""
+    typed_lines: set[str] = set()
+    typed_names: set[str] = set()
+    compaction_mode = get_mode("balanced")
+    for j, call in enumerate(calls):
+        cmd = command_of(call)
+        # 1) what command j uses from earlier outputs, and whether the prompt still shows it
+        if j:
+            wanted: list[tuple[Need, list[int]]] = []
+            for s in (ln.strip() for ln in cmd.splitlines()):
+                if len(s) >= 16 and s not in typed_lines:
+                    src = [i for i in range(j) if s in lines_of[i]]
+                    if src:
+                        wanted.append((Need("line", s, lines_of[src[-1]][s]), src))
+            for tok in name_keys(cmd) - typed_names:
+                src = [i for i in range(j) if tok in names_of[i]]
+                if src:
+                    wanted.append((Need("name", tok), src))
+            pending: dict[int, list[Need]] = {}
+            for nd, src in wanted:
+                if any(by_output[i].full for i in src):
+                    continue  # still in the prompt in full: no cost, not an offload question
+                if any(nd.text in it.text for it in items if not it.full and it.segments[-1][1] > 0):
+                    nd.where = "stub"
+                else:
+                    src_i = src[-1]
+                    if nd.kind == "line":
+                        nd.line_no = lines_of[src_i][nd.text]
+                    pending.setdefault(src_i, []).append(nd)
+                res.needs.append(nd)
+            if pending:
+                t = j - 0.5
+                extra_prompts.append(t)
+                res.extra_turns += 1
+                budget = 3
+                for src_i, nds in pending.items():
+                    data = await engine.refs.get(refs[src_i] or "")
+                    texts = []
+                    for rc in plan_recalls(nds, outputs[src_i])[:budget]:
+                        q = run_query(data, rc["op"], **{k: v for k, v in rc.items() if k != "op"})
+                        cost = estimate_tokens(_compact({"ref": refs[src_i][:29], **rc})) + 8 + RECALL_HEADER + estimate_tokens(q.text)
+                        res.recall_tokens += cost
+                        items.append(Item(t, [(t, cost)], q.text))
+                        texts.append(q.text)
+                        await svc.note_recall(tid, refs[src_i] or "", rc["op"], cost)
+                        budget -= 1
+                    joined = "\n".join(texts)
+                    for nd in nds:
+                        nd.where = "recall" if nd.text in joined else "missed"
+                        if nd.where == "missed" and os.environ.get("REPLAY_DEBUG"):
+                            print("MISSED", nd.kind, repr(nd.text[:80]), "src", src_i, "plan",
+                                  plan_recalls(nds, outputs[src_i]), "budget", budget, file=sys.stderr)
+                    if budget <= 0:
+                        break
+                if len(res.samples) < 3:
+                    res.samples.append({"command": command_of(calls[max(pending)])[:90], "next": cmd[:90],
+                                        "kind": detect_kind(outputs[max(pending)]),
+                                        "needs": [(nd.kind, nd.text[:60], nd.where) for nds in pending.values()
+                                                  for nd in nds][:4]})
+        typed_lines.update(ln.strip() for ln in cmd.splitlines())
+        typed_names.update(name_keys(cmd))
+        # 2) the output goes through observe
+        out = outputs[j]
         tokens = estimate_tokens(out)
-        base_items.append((i, tokens))
+        base_items.append(Item(j, [(j, tokens)], out, True))
         ans = await svc.observe_output(tid, bool(call.get("error")), str(call.get("tool") or "bash"),
                                        call.get("args") or {}, out, mode=mode)
-        if not ans["offloaded"]:
-            bosun_items.append((i, tokens))
-            continue
-        stub_text = _compact(ans)
-        stub_cost = estimate_tokens(stub_text)
-        res.offloaded += 1
-        res.stub_tokens += stub_cost
-        bosun_items.append((i, stub_cost))
-        needs = extract_needs(out, calls, i)
-        for nd in needs:
-            if nd.text in stub_text or nd.text in ans.get("outline", ""):
-                nd.where = "stub"
-        pending = [nd for nd in needs if nd.where != "stub"]
-        recall_texts: list[str] = []
-        if pending:
-            data = await engine.refs.get(await svc.resolve(ans["ref"]))
-            for rc in plan_recalls(pending, out):
-                q = run_query(data, rc["op"], **{k: v for k, v in rc.items() if k != "op"})
-                recall_texts.append(q.text)
-                call_cost = estimate_tokens(_compact({"ref": ans["ref"], **rc})) + 8
-                cost = call_cost + RECALL_HEADER + estimate_tokens(q.text)
-                res.recall_tokens += cost
-                bosun_items.append((i + 0.5, cost))
-                await svc.note_recall(tid, f"mem://sha256:{await svc.resolve(ans['ref'])}", rc["op"], cost)
-            extra_prompts.append(i + 0.5)
-            res.extra_turns += 1
-            joined = "\n".join(recall_texts)
-            for nd in pending:
-                if nd.text in joined:
-                    nd.where = "recall"
-        res.needs.extend(needs)
-        if needs and len(res.samples) < 3:
-            res.samples.append({"command": command_of(call)[:90], "next": command_of(calls[i + 1])[:90] if i + 1 < n else "",
-                                "tokens": tokens, "stub": stub_cost, "kind": ans.get("kind"),
-                                "needs": [(nd.kind, nd.text[:60], nd.where) for nd in needs[:4]]})
-        # the harness confirms the eviction: savings credited in the ledger
-        await svc.drop(tid, [ans["ref"]])
+        events = await tasks.events(tid, max(0, (await tasks.get(tid)).version - 2))
+        stored = next(e.payload["stored_ref"] for e in reversed(events) if "stored_ref" in e.payload)
+        refs[j] = stored
+        if ans["offloaded"]:
+            stub_text = _compact(ans)
+            cost = estimate_tokens(stub_text)
+            res.offloaded += 1
+            res.stub_tokens += cost
+            item = Item(j, [(j, cost)], stub_text)
+            await svc.drop(tid, [ans["ref"]])  # the harness confirms the eviction: credited in the ledger
+        else:
+            item = Item(j, [(j, tokens)], out, True)
+        items.append(item)
+        by_output[j] = item
+        # 3) periodic compaction (checkpoint mode=compact): cold results leave, a digest line stays
+        if compact_every and (j + 1) % compact_every == 0:
+            plan = plan_compaction(await tasks.events(tid), compaction_mode, "compact", time.time())
+            moved = {it.ref for it in plan.items}
+            t = j + 0.25
+            for i in range(j + 1):
+                if refs[i] in moved and by_output[i].segments[-1][1] > DIGEST:
+                    by_output[i].segments.append((t, DIGEST))
+                    by_output[i].full = False
+                    by_output[i].text = ""
+            outputs_ids = {id(it) for it in by_output.values()}
+            for it in items:  # recall answers older than the newest results are dropped too (recallable again)
+                if (not it.full and it.start < j - compaction_mode.keep_recent and id(it) not in outputs_ids
+                        and it.segments[-1][1] > 0):
+                    it.segments.append((t, 0))
+                    it.text = ""
+            if moved:
+                await svc.drop(tid, sorted(moved))  # the harness evicted them: credited once each
+            res.compactions += 1
     prompts = [float(k) for k in range(1, n + 1)]
-    all_prompts = prompts + extra_prompts
-
-    def carried(items: list[tuple[float, int]], at: list[float]) -> int:
-        return sum(tok * sum(1 for p in at if p > start) for start, tok in items)
-
+    all_prompts = sorted(prompts + extra_prompts)
     res.base_carried = carried(base_items, prompts)
-    res.bosun_carried = carried(bosun_items, all_prompts)
-    res.base_entered = sum(t for _, t in base_items)
-    res.bosun_entered = sum(t for _, t in bosun_items)
+    res.bosun_carried = carried(items, all_prompts)
+    res.base_entered = sum(it.segments[0][1] for it in base_items)
+    res.bosun_entered = sum(it.segments[0][1] for it in items)
     res.schema_carried = schema_tokens * len(all_prompts)
     return res
 
@@ -306,14 +382,15 @@ def quantiles(xs: list[float]) -> tuple[float, float, float]:
 
 
 async def measure_schema(home: Path) -> int:
-    from mcp import Client
+    """Tokens of the recall tool's listing (name, description, input schema, annotations), as served."""
+    from mcp.server import MCPServer
 
-    from bosun.server.app import create_server
+    from bosun.server.tools import recall
 
-    eng = Engine(Config(home=home / "schema", policies=[]), embedder_factory=lambda _c: HashEmbedder(8))
-    async with Client(create_server(eng)) as c:
-        tools = await c.list_tools()
-    for t in tools.tools:
+    mcp: MCPServer[Any] = MCPServer("schema-probe")
+    recall.register(mcp)
+    tools = await mcp.list_tools()
+    for t in tools:
         if t.name == "recall":
             return estimate_tokens(_compact(t.model_dump(exclude_none=True, by_alias=True)))
     raise RuntimeError("recall tool not listed")
@@ -324,8 +401,11 @@ async def main() -> None:
     ap.add_argument("--runs", type=int, default=0, help="replay only the first N runs")
     ap.add_argument("--mode", default="cache_ttl", choices=sorted(MODES))
     ap.add_argument("--out", default="", help="write the markdown report here")
+    ap.add_argument("--compact-every", type=int, default=8,
+                    help="the harness runs checkpoint(mode=compact, balanced) every N steps (0: never)")
     args = ap.parse_args()
-    runs = [json.loads(line) for line in gzip.open(DATA, "rt")]
+    with gzip.open(DATA, "rt") as fh:
+        runs = [json.loads(line) for line in fh]
     if args.runs:
         runs = runs[: args.runs]
     home = Path(tempfile.mkdtemp(prefix="bosun-replay-"))
@@ -333,7 +413,7 @@ async def main() -> None:
     engine = Engine(Config(home=home / "h", policies=[]), embedder_factory=lambda _c: HashEmbedder(8))
     await engine.open()
     t0 = time.perf_counter()
-    results = [await replay_run(engine, run, args.mode, schema) for run in runs]
+    results = [await replay_run(engine, run, args.mode, schema, args.compact_every) for run in runs]
     elapsed = time.perf_counter() - t0
     from bosun.server.ledger import overall_ledger
 
@@ -355,7 +435,8 @@ async def main() -> None:
     lines = [
         f"# Offload replay: {len(results)} miniswe-dev runs, mode {args.mode}",
         "",
-        f"Command: `python bench/offload_replay.py{' --runs ' + str(args.runs) if args.runs else ''} --mode {args.mode}` "
+        f"Command: `python bench/offload_replay.py{' --runs ' + str(args.runs) if args.runs else ''} --mode {args.mode} "
+        f"--compact-every {args.compact_every}` "
         f"({elapsed:.0f} s, {sum(r.calls for r in results)} observe calls)",
         "",
         "## Totals (tool-output tokens)",
@@ -369,7 +450,8 @@ async def main() -> None:
         f"recalls {sum(r.recall_tokens for r in results):,} tokens entered, "
         f"{sum(r.extra_turns for r in results):,} extra recall turns "
         f"(over {sum(r.calls for r in results):,} steps; each re-reads the carried context, counted above)",
-        f"- outputs offloaded: {sum(r.offloaded for r in results):,} of {sum(r.calls for r in results):,}",
+        f"- outputs offloaded: {sum(r.offloaded for r in results):,} of {sum(r.calls for r in results):,}; "
+        f"compactions: {sum(r.compactions for r in results):,} (every {args.compact_every} steps, balanced, newest 4 kept)",
         f"- per-run net saving (carried): p10 {pct(p10)}, median {pct(med)}, p90 {pct(p90)}; "
         f"runs with a net loss: {len(losses)}",
         f"- per-run net saving (entered): median {pct(statistics.median([r.net_entered for r in results]))}",
@@ -378,14 +460,17 @@ async def main() -> None:
         f"- ledger after the replay (drop receipts sent by the harness): credited {ledger['credited_tokens']:,}, "
         f"overhead {ledger['overhead_tokens']:,}, recalled {ledger['recalled_tokens']:,}, net {ledger['net_tokens']:,} tokens",
         "",
-        "## What the agent used next (needs taken from its next 3 commands)",
+        "## What the agent used next (from outputs it no longer carried in full)",
         "",
-        f"{len(needs)} needs in offloaded outputs: {where['stub']} in the stub ({where['stub'] / max(len(needs), 1):.1%}), "
+        "A need = a line (16+ chars) the agent copied into a command, or a distinctive name/path it typed, that it "
+        "had not typed before and that came from an earlier output which the prompt no longer held in full.",
+        "",
+        f"{len(needs)} needs: {where['stub']} in a stub or digest ({where['stub'] / max(len(needs), 1):.1%}), "
         f"{where['recall']} one recall away ({where['recall'] / max(len(needs), 1):.1%}), "
         f"{where['missed']} missed ({where['missed'] / max(len(needs), 1):.1%}).",
         "",
-        "| command | kind | tokens -> stub | next command | needs (kind, text, found in) |",
-        "|---|---|---|---|---|",
+        "| previous command | source kind | next command | needs (kind, text, found in) |",
+        "|---|---|---|---|",
     ]
     shown = 0
     for r in results:
@@ -393,7 +478,7 @@ async def main() -> None:
             if shown >= 12:
                 break
             needs_txt = "; ".join(f"{k}: `{t}` -> {w}" for k, t, w in s["needs"]).replace("|", "\\|")
-            lines.append(f"| `{s['command']}` | {s['kind']} | {s['tokens']} -> {s['stub']} | `{s['next']}` | {needs_txt} |"
+            lines.append(f"| `{s['command']}` | {s['kind']} | `{s['next']}` | {needs_txt} |"
                          .replace("\n", " "))
             shown += 1
     lines += [

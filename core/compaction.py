@@ -11,7 +11,8 @@ when the savings are credited.
 - ``trim``: the largest eligible items first, until ``target_tokens`` are freed.
 - ``clear``: everything rehydratable, whatever the mode (the agent keeps the manifest and the digest).
 
-Eligibility follows the pruning mode (see core/offload.py): items in the working
+Eligibility follows the pruning mode (see core/offload.py); the newest
+``keep_recent`` results always stay (except for ``clear``). Items in the working
 zone (after the last checkpoint snapshot) never sit in a cached prefix; older
 ones do while the prompt cache is alive, and evicting them costs a re-fill of
 the tokens after them, reported as ``refill_tokens``.
@@ -140,7 +141,8 @@ def plan_compaction(
             return working or item.seq < cold_cut
         return working or not cache_alive  # ttl
 
-    chosen = [i for i in live if eligible(i)]
+    protected = {i.ref for i in live[len(live) - mode.keep_recent :]} if plan_mode != "clear" and mode.keep_recent else set()
+    chosen = [i for i in live if eligible(i) and i.ref not in protected]
     scope = "everything rehydratable" if plan_mode == "clear" else {
         "all": "everything rehydratable", "working": "working zone (since the last snapshot)",
         "cold": "working zone and cold history", "ttl": "everything (prompt cache expired)" if not cache_alive

@@ -5,12 +5,12 @@ touches the cached prompt prefix (it sits in the working zone), so modes differ
 in how large a fresh result must be before it is moved out, and in what older
 history a compaction plan may move out (``evict``):
 
-| mode | offload fresh results from | compaction may move |
+| mode | offload fresh results from | compaction may move (never the newest ``keep_recent``) |
 |---|---|---|
-| ``cache_ttl`` (default) | 500 tokens | the working zone; everything once the prompt cache expired (idle > TTL) |
-| ``conservative`` | 2,000 tokens | the working zone only (zero cache impact) |
-| ``balanced`` | 800 tokens | the working zone and cold history (older than 8 results) |
-| ``aggressive`` | 250 tokens | everything rehydratable (may cost a prefix re-fill) |
+| ``cache_ttl`` (default) | 500 tokens | the working zone; everything once the prompt cache expired (idle > TTL); keeps 4 |
+| ``conservative`` | 2,000 tokens | the working zone only (zero cache impact); keeps 8 |
+| ``balanced`` | 800 tokens | the working zone and cold history (older than 8 results); keeps 4 |
+| ``aggressive`` | 250 tokens | everything rehydratable (may cost a prefix re-fill); keeps 1 |
 
 A result is offloaded only when its stub saves tokens: the stub (ref, sizes,
 outline, recall calls) must cost at most half the result, so bosun never costs
@@ -30,8 +30,8 @@ from bosun.core.outline import Outline
 from bosun.core.tokens import estimate_tokens
 
 SAMPLE_ABOVE = 96_000  # characters: larger payloads get a sampled token estimate
-SAMPLE_SLICES = 24
-SAMPLE_SLICE = 2_000
+SAMPLE_SLICES = 16
+SAMPLE_SLICE = 1_500
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,7 @@ class PruneMode:
     evict: str  # compaction scope: ttl | working | cold | all
     ttl_s: float = 300.0
     cold_after: int = 8  # results older than this many newer results are "cold"
+    keep_recent: int = 4  # compaction never moves the newest results (the agent is working with them)
 
     def outline_budget(self, tokens: int) -> int:
         return int(min(self.outline_max, max(self.outline_min, tokens * self.outline_share)))
@@ -54,9 +55,9 @@ class PruneMode:
 
 MODES: dict[str, PruneMode] = {
     "cache_ttl": PruneMode("cache_ttl", 500, 4.0, 0.05, 48, 220, "ttl"),
-    "conservative": PruneMode("conservative", 2000, 4.0, 0.06, 64, 300, "working"),
+    "conservative": PruneMode("conservative", 2000, 4.0, 0.06, 64, 300, "working", keep_recent=8),
     "balanced": PruneMode("balanced", 800, 3.0, 0.05, 48, 240, "cold"),
-    "aggressive": PruneMode("aggressive", 250, 2.0, 0.04, 32, 160, "all"),
+    "aggressive": PruneMode("aggressive", 250, 2.0, 0.04, 32, 160, "all", keep_recent=1),
 }
 DEFAULT_MODE = "cache_ttl"
 MAX_STUB_SHARE = 0.5  # a stub may cost at most this share of the result it replaces
@@ -70,7 +71,7 @@ def get_mode(name: str | None) -> PruneMode:
 
 
 def fast_tokens(text: str) -> int:
-    """``estimate_tokens``, sampled on large payloads (24 evenly spaced 2,000-character slices).
+    """``estimate_tokens``, sampled on large payloads (16 evenly spaced 1,500-character slices).
 
     The per-character cost of the estimator would otherwise dominate observing a megabyte;
     the sampled figure is within a few percent on homogeneous output (bench/offload_speed.py).

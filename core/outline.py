@@ -210,9 +210,9 @@ def _test(text: str) -> Outline:
         facts["summary"] = line
     failures: list[str] = []
     seen: set[str] = set()
-    for m in _TEST_LINE.finditer(text):
-        line = _line_at(text, m.start())
-        if line.startswith("PASSED") or line in seen:
+    for pos in _literal_line_starts(text, ("FAILED ", "ERROR ", "FAIL: ", "ERROR: ", "XPASS "), 2000):
+        line = _line_at(text, pos)
+        if line in seen or not _TEST_LINE.match(line):
             continue
         seen.add(line)
         failures.append(line)
@@ -233,23 +233,40 @@ _ERROR_LINE = re.compile(
 )
 
 
+def _literal_line_starts(text: str, needles: tuple[str, ...], cap: int) -> list[int]:
+    """Positions of needles that start a line, in text order (str.find: no regex over the payload)."""
+    found: list[int] = []
+    for needle in needles:
+        i = text.find(needle)
+        while i >= 0 and len(found) < cap * len(needles):
+            if i == 0 or text[i - 1] == "\n":
+                found.append(i)
+                if len(found) >= cap:
+                    break
+            i = text.find(needle, i + 1)
+    return sorted(found)
+
+
 def _first_error_lines(text: str, limit: int) -> list[tuple[int, str]]:
     """(line number, line) of distinct error-looking lines, found by literal search."""
     lowered_ok = text.isascii()
     hay = text.lower() if lowered_ok else text
     found: dict[str, int] = {}
     positions: list[int] = []
+    tail_start = max(0, len(hay) - WINDOW_TAIL)
     for needle in _ERROR_NEEDLES:
-        start = 0
-        while len(positions) < 4000:
-            i = hay.find(needle, start)
-            if i < 0:
-                break
-            positions.append(i)
-            start = hay.find("\n", i)
-            if start < 0:
-                break
-    for pos in sorted(positions):
+        for start in dict.fromkeys((0, tail_start)):  # the head and the tail (final exception) of big payloads
+            mine = 0
+            while mine < 150:  # enough to find the distinct ones; a megabyte of errors is not re-read
+                mine += 1
+                i = hay.find(needle, start)
+                if i < 0:
+                    break
+                positions.append(i)
+                start = hay.find("\n", i)
+                if start < 0:
+                    break
+    for pos in sorted(set(positions)):
         line = _line_at(text, pos)
         key = line.strip()
         if key in found or not _ERROR_LINE.match(key):

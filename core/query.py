@@ -214,7 +214,7 @@ def _grep(
         raise InvalidInput("max_matches", f"must be a positive integer, got {max_matches!r}")
     deadline = time.perf_counter() + GREP_TIME_BUDGET_S
     found, complete = scan_lines(text, rx, deadline)
-    total_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    total_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
     hits = found[:max_matches]
     shown: list[str] = []
     if context == 0:

@@ -38,10 +38,21 @@ class Rule:
     accept: Callable[[str], bool] | None = None  # extra check on the secret text
     name_group: int | None = None  # the assigned name, when the rule is an assignment
     end_needle: str | None = None
+    quick: tuple[str, ...] = ()  # plain literals, one of which occurs when a needle does (for regex needles)
 
     @functools.cached_property
     def prefilter(self) -> re.Pattern[bytes]:
         return re.compile("|".join(self.needles).encode())
+
+    @functools.cached_property
+    def literals(self) -> tuple[bytes, ...]:
+        """Byte literals checked with ``in`` (a memchr-speed scan) before any regex runs."""
+        if self.quick:
+            return tuple(q.encode() for q in self.quick)
+        parts = [p for n in self.needles for p in n.split("|")]
+        if all(re.fullmatch(r"[a-z0-9_ =.\-]+", p) for p in parts):
+            return tuple(p.encode() for p in parts)
+        return ()
 
 
 def shannon_bits(text: str) -> float:
@@ -97,11 +108,13 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         _rx(r"(?i)AccountKey=([A-Za-z0-9+/]{80,}={0,2})"),
         ("accountkey=",), group=1,
     ),
-    Rule("github_token", _rx(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), ("gh(?:[pousr]_|ithub_pat_)",)),
-    Rule("gitlab_token", _rx(r"\b(?:glpat|gldt|glrt|glptt|glcbt|glsoat|glft|glimt|glagent)-[A-Za-z0-9_\-]{20,}"), ("gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent)-",)),
+    Rule("github_token", _rx(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), ("gh(?:[pousr]_|ithub_pat_)",),
+         quick=("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    Rule("gitlab_token", _rx(r"\b(?:glpat|gldt|glrt|glptt|glcbt|glsoat|glft|glimt|glagent)-[A-Za-z0-9_\-]{20,}"), ("gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent)-",),
+         quick=("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-", "glft-", "glimt-", "glagent-")),
     Rule("slack_token", _rx(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), ("xox",)),
-    Rule("slack_webhook", _rx(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"), (r"hooks\.slack\.com",)),
-    Rule("stripe_key", _rx(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), ("k_(?:live|test)_",)),
+    Rule("slack_webhook", _rx(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"), (r"hooks\.slack\.com",), quick=("hooks.slack.com",)),
+    Rule("stripe_key", _rx(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), ("k_(?:live|test)_",), quick=("k_live_", "k_test_")),
     Rule(
         "openai_key", _rx(r"\bsk-(?:proj-|ant-(?:api|admin)\d\d-)?[A-Za-z0-9_\-]{32,}"), ("sk-",),
         accept=lambda s: looks_random(s, 32, 3.5),
@@ -125,7 +138,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(
         "url_password",
         _rx(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@[A-Za-z0-9.\-\[]"),
-        (":/(?=/)",), group=1,
+        (":/(?=/)",), group=1, quick=("://",),
         accept=lambda s: _url_password(s),
     ),
     Rule(
@@ -210,6 +223,9 @@ class Redactor:
                 if n:
                     data, lowered = new.encode("utf-8", "surrogateescape"), b""
             else:
+                lits = rule.literals
+                if lits and not any(lit in lowered for lit in lits):
+                    continue
                 hits = [m.start() for m in rule.prefilter.finditer(lowered)]
                 if not hits:
                     continue

@@ -190,7 +190,8 @@ async def test_checkpoint_modes(client: Client, engine: Engine) -> None:
     assert snap["ref"].startswith("mem://sha256:")
     big = _sc(await _observe(client, tid, PYTEST_OUT))
     compact = _sc(await client.call_tool("checkpoint", {"task_id": tid, "mode": "compact"}))
-    assert compact["scope"].startswith("working zone") and compact["items"] == 1  # only the post-snapshot result
+    # working zone only, and the newest 4 results are kept: nothing to move yet
+    assert compact["scope"].startswith("working zone") and compact["items"] == 0 and compact["kept"] == 4
     clear = _sc(await client.call_tool("checkpoint", {"task_id": tid, "mode": "clear"}))
     assert clear["items"] == 4 and clear["freed_tokens"] > 0 and len(clear["drop"]) == 4
     # applying a plan = drop receipts; nothing is deleted, every item is still recallable

@@ -193,19 +193,19 @@ def test_ledger_credits_only_drop_receipts() -> None:
 def test_compaction_plans_are_reversible_and_scoped() -> None:
     events: list[Any] = [_result(i, 400 + i) for i in range(1, 6)]
     events.append(Ev(6, "checkpoint_saved", {"ref": "mem://sha256:" + "f" * 64}))
-    events += [_result(i, 1000) for i in range(7, 10)]
+    events += [_result(i, 1000) for i in range(7, 14)]
     ttl = get_mode("cache_ttl")
     alive = plan_compaction(events, ttl, "compact", now=1010.0)
-    assert [i.seq for i in alive.items] == [7, 8, 9]  # working zone only while the cache lives
+    assert [i.seq for i in alive.items] == [7, 8, 9]  # working zone only while the cache lives; newest 4 kept
     dead = plan_compaction(events, ttl, "compact", now=1000.0 + ttl.ttl_s + 1)
-    assert len(dead.items) == 8 and not dead.cache_alive
+    assert len(dead.items) == 8 and not dead.cache_alive and dead.kept == 4
     clear = plan_compaction(events, get_mode("conservative"), "clear", now=1010.0)
-    assert len(clear.items) == 8 and clear.kept == 0
+    assert len(clear.items) == 12 and clear.kept == 0
     # evicting one cached item while the cache lives costs a re-fill of what follows it
     cached = [_result(i, 2000) for i in range(1, 4)] + [Ev(4, "checkpoint_saved", {})] + [_result(5, 100)]
     one = plan_compaction(cached, get_mode("aggressive"), "trim", now=1010.0, target_tokens=1500)
     assert [i.seq for i in one.items] == [1] and one.refill_tokens == 2000 + 2000 + 100
-    trim = plan_compaction(events, ttl, "trim", now=1010.0, target_tokens=1500)
+    trim = plan_compaction(events, ttl, "trim", now=1010.0, target_tokens=1500)  # from the 3 eligible
     assert len(trim.items) == 2 and trim.freed_tokens == 2000
     d = clear.to_dict()
     assert d["net_tokens"] == d["freed_tokens"] - d["digest_tokens"] - d["refill_tokens"]
