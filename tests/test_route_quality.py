@@ -1,0 +1,53 @@
+"""Routing by meaning with the real model on the demo corpus: ranking, abstention, evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from bosun.core.abstain import SHIPPED, divergence
+from bosun.core.route import STOP_WORDS
+from bosun.core.route_metrics import compute, parse_labelled
+from bosun.server.policies import EXTENSION_KEY, PolicyService
+
+LABELLED = Path(__file__).resolve().parents[1] / "examples" / "policies-labelled.jsonl"
+
+
+
+@pytest.mark.model
+async def test_demo_corpus_ranking_abstention_and_evidence(real_client: Client, real_engine: object) -> None:
+    await real_client.call_tool("route", {"prompt": "warm up"})
+    svc: PolicyService = real_engine.extensions[EXTENSION_KEY]  # type: ignore[attr-defined]
+    rows = parse_labelled(LABELLED.read_text().splitlines())
+    routed = []
+    for row in rows:
+        out = await svc.route(row.prompt)
+        routed.append([h["name"] for h in out["hits"]])
+    m = compute(rows, routed)
+    assert m["recall_at_2"] >= 0.85 and m["top1"] >= 0.78
+    assert m["false_alarms"] <= 2  # of 18 negatives, several of them engineering-flavoured
+    assert m["harmful_sibling_rate"] <= 0.15
+
+
+    # off-topic prompts abstain; evidence is dismissible at a glance
+    for prompt in ("What's for lunch?", "Write a haiku about autumn", "Translate this into French"):
+        out = (await real_client.call_tool("route", {"prompt": prompt})).structured_content
+        assert out is not None and out["hits"] == [] and out["abstained"] is True, prompt
+    out = (await real_client.call_tool("route", {"prompt": "I accidentally committed the AWS access key to git"})).structured_content
+    assert out is not None
+    top = out["hits"][0]
+    assert top["name"] == "secrets-handling"
+    matched = next(w for w in top["why"] if w.startswith("matched: "))
+    words = matched.removeprefix("matched: ").split(", ")
+    assert "key" in words and not set(words) & STOP_WORDS
+    nearest = next(w for w in top["why"] if w.startswith("nearest: "))
+    assert "semantic match" not in nearest and '"' in nearest
+    assert out.get("notices") is None  # the demo corpus is within the shipped calibration
+
+
+def test_divergence_reasons() -> None:
+    assert divergence(SHIPPED, 17, 0.55, SHIPPED.model_id) == []
+    reasons = divergence(SHIPPED, 6006, 0.05, "other-model")
+    assert len(reasons) == 3 and "other-model" in reasons[0] and "6006" in reasons[1] and "0.05" in reasons[2]
