@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from bosun.core.invariants import RuleSet, parse_rules
-from bosun.core.loopguard import LoopGuard, args_hash, error_signature
+from bosun.core.loopguard import LoopGuard, args_hash, error_signature, is_mutating_tool
 from bosun.core.precheck import evaluate
 from bosun.core.redact import Redactor, redact_value
 from bosun.core.shell_effects import analyse
@@ -95,6 +95,8 @@ class RunStats:
     calls: int = 0
     fired: list[Firing] = field(default_factory=list)
     quiet: list[tuple[str, str, int, bool, bool]] = field(default_factory=list)  # dataset, traj, i, wasted, repeat
+    missed_after_change: int = 0  # quiet oracle-wasted repeats with a write / state change in between
+    missed_no_change: int = 0  # ... with none (true misses by the data README's definition)
     verdicts: Counter[str] = field(default_factory=Counter)
     patterns: Counter[str] = field(default_factory=Counter)
     invariant_hits: Counter[str] = field(default_factory=Counter)
@@ -161,6 +163,11 @@ def replay(name: str, runs: list[dict[str, Any]], rules: RuleSet, stats: RunStat
                                           call.get("prompt_tokens")))
             else:
                 stats.quiet.append((name, tid, idx, wasted, repeat))
+                if wasted:
+                    if edited_since.get(key):
+                        stats.missed_after_change += 1
+                    else:
+                        stats.missed_no_change += 1
             for hit in rules.evaluate(tool, args, state.flags, state.completed):
                 stats.invariant_hits[hit.rule.id] += 1
             # observe: the journal event for this outcome
@@ -176,7 +183,8 @@ def replay(name: str, runs: list[dict[str, Any]], rules: RuleSet, stats: RunStat
             else:
                 payload["result_signature"] = digest[:16]
                 state = journal.append("tool_result", payload)
-            writes = isinstance(command, str) and analyse(command).writes
+            writes = (analyse(command).writes if isinstance(command, str)
+                      else (not call.get("error") and is_mutating_tool(tool)))
             for k in list(edited_since):
                 edited_since[k] = edited_since[k] or bool(writes)
             seen[key] = norm_output(output)
@@ -332,6 +340,11 @@ def report(per: dict[str, RunStats], fired: list[Firing], quiet: list[tuple[str,
         total = sum(1 for q in s.quiet if q[3]) + sum(1 for f in s.fired if f.wasted)
         caught = sum(1 for f in s.fired if f.wasted and f.verdict in ("suggest_alternative", "block"))
         lines.append(f"| {name} | {total} | {caught} | {pct(caught, total)} |")
+    lines += ["", "Why the others were not flagged (as far as the commands tell): a write or state change "
+              "between the two runs (an edit, a mutating API call: by the README's definition not a loop), "
+              "or none detected (true misses):", ""]
+    for name, s in per.items():
+        lines.append(f"- {name}: after a change {s.missed_after_change}, no change detected {s.missed_no_change}")
     lines += ["", "## Re-running tests after an edit (the data README's warning)", ""]
     for name, s in per.items():
         lines.append(f"- {name}: {s.test_reruns_after_edit} test commands repeated after an edit; "
