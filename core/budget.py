@@ -8,8 +8,10 @@ A task's budget is declared when it starts (``plan(mode="start", budget={...})``
      "soft_cost_usd": 1.5,      # default: 80% of cost_usd
      "usd_per_mtok": 3.0}       # price used to turn tokens into cost when the ledger has no cost
 
-Spent tokens are what tool outputs put into the agent's context (the ledger's count, or
-the sum of ``tokens`` over ``tool_result`` events that were not offloaded). The verdict
+Spent tokens are what the task put into the agent's context, from the observe ledger
+(``core/ledger.py``): outputs passed through, offload stubs, recalled slices and bosun's own
+answers. Cost is spent tokens times ``usd_per_mtok`` (the budget's, else the ledger's price
+table for the configured model). The verdict
 names the numbers so the agent (and its operator) can see how far over it is.
 """
 
@@ -123,6 +125,11 @@ def check_budget(budget: Budget, spent_tokens: int, spent_cost_usd: float | None
         return BudgetVerdict("warn", f"cost budget nearly spent: ${cost:.4f} of a soft limit of "
                              f"${budget.soft_cost_usd:.4f}{hard}", spent_tokens, cost, "soft_cost_usd")
     return BudgetVerdict("allow", "", spent_tokens, cost, "")
+
+
+def context_tokens(passed_through: int, stub: int, recalled: int, overhead: int) -> int:
+    """Tokens a task put into its agent's context: outputs passed through, stubs, recalls, bosun's answers."""
+    return passed_through + stub + recalled + overhead
 
 
 def remaining(budget: Budget, spent_tokens: int) -> int | None:

@@ -31,15 +31,23 @@ def check_tool_name(tool: Any) -> str:
 
 
 def evaluate(tool: str, args: Any, state: TaskState, rules: RuleSet, guard: LoopGuard, seal: str | None = None,
-             invariants_error: str | None = None, guard_args: Any = None) -> dict[str, Any]:
+             invariants_error: str | None = None, guard_args: Any = None, spent_tokens: int | None = None,
+             usd_per_mtok: float | None = None) -> dict[str, Any]:
     """The verdict for calling ``tool(args)`` now in ``state`` (``guard`` already caught up).
 
     ``guard_args`` are the args as observe journals them (secrets redacted), so the loop
     guard's call identity matches the journal's ``args_hash``; invariants see ``args``.
+    ``spent_tokens`` come from the observe ledger (default: the state's consumed tokens);
+    ``usd_per_mtok`` prices them when the budget names no price.
     """
     hits = rules.evaluate(tool, args, state.flags, state.completed)
     budget = parse_budget({k: v for k, v in state.budget.items() if k in BUDGET_KEYS})
-    money = check_budget(budget, state.consumed_tokens) if not budget.empty else None
+    money = None
+    if not budget.empty:
+        spent = state.consumed_tokens if spent_tokens is None else spent_tokens
+        price = budget.usd_per_mtok if budget.usd_per_mtok is not None else usd_per_mtok
+        cost = spent * price / 1_000_000 if price is not None else None
+        money = check_budget(budget, spent, cost)
     key_args = args if guard_args is None else guard_args
     findings = guard.check(tool, key_args, remember=True)
     return decide(hits, money, findings, state, seal, invariants_error)

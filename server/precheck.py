@@ -19,12 +19,14 @@ from __future__ import annotations
 import os
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bosun.core.budget import context_tokens
 from bosun.core.errors import BosunError, InvalidInput
 from bosun.core.invariants import RuleSet, parse_rules
+from bosun.core.ledger import Ledger
 from bosun.core.loopguard import LoopGuard, LoopPolicy, canonical_args
 from bosun.core.precheck import check_tool_name, evaluate
 from bosun.core.redact import Redactor, redact_value
@@ -91,6 +93,7 @@ class InvariantsFile:
 class _TaskGuard:
     guard: LoopGuard
     state: TaskState
+    ledger: Ledger = field(default_factory=Ledger)  # observe's token accounting, folded alongside
     cursor: int = 0  # last journal seq folded in
 
 
@@ -127,6 +130,7 @@ class PrecheckService:
             if ev.seq > entry.cursor:
                 entry.state = apply_event(entry.state, ev)
                 entry.guard.observe(ev.kind, ev.payload, ev.seq)
+                entry.ledger.add_event(ev.kind, ev.payload)
                 entry.cursor = ev.seq
         return entry
 
@@ -144,8 +148,21 @@ class PrecheckService:
         if state.closed:
             raise InvalidInput("task_id", f"task {task_id} is closed ({state.status})", "start a new task with plan")
         rules = self.invariants.current()
+        led = entry.ledger
+        spent = context_tokens(led.passed_through_tokens, led.stub_tokens, led.recalled_tokens, led.overhead_tokens)
         return evaluate(tool, args, state, rules, entry.guard, seal, self.invariants.error,
-                        guard_args=redact_value(args, self.redactor))
+                        guard_args=redact_value(args, self.redactor), spent_tokens=spent,
+                        usd_per_mtok=self._price())
+
+    def _price(self) -> float | None:
+        """USD per million tokens of the configured model (observe's price table), if it is configured."""
+        svc = self.engine.extensions.get("offload")
+        prices = getattr(svc, "prices", None)
+        if not isinstance(prices, dict) or not prices:
+            return None
+        model = getattr(svc, "price_model", "default")
+        price = prices.get(model, prices.get("default"))
+        return float(price) if isinstance(price, int | float) else None
 
 
 def precheck_of(engine: Engine) -> PrecheckService:

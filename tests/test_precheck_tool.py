@@ -161,3 +161,46 @@ async def test_handoff_lifecycle_and_errors(client: Client, engine: Engine) -> N
                                       inputs=["mem://sha256:" + "0" * 64])
     assert "already completed" in await error(client, "handoff", task_id=tid, mode="complete", handoff_id=hid,
                                               agent="child-1", result={"tests_passed": True})
+
+
+async def test_end_to_end_with_observe(client: Client, engine: Engine) -> None:
+    """The real observe tool journals results; precheck reads them (same call identity, same ref)."""
+    tid = await start(client, engine)
+    read = {"command": "cat src/app.py"}
+    assert (await call(client, "precheck", task_id=tid, tool="bash", args=read))["verdict"] == "allow"
+    res = await client.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "bash", "args": read,
+                                             "result": "def main():\n    return 1\n" * 400})
+    assert not res.is_error, text(res)
+    dup = await call(client, "precheck", task_id=tid, tool="bash", args=read)
+    assert dup["verdict"] == "suggest_alternative" and str(dup["ref"]).startswith("mem://sha256:")
+    assert (await engine.refs.get(dup["ref"])).startswith(b"def main()")
+    # an edit observed through observe makes the re-read legitimate again
+    edit = {"command": "sed -i 's/return 1/return 2/' src/app.py"}
+    await client.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "bash", "args": edit, "result": ""})
+    assert (await call(client, "precheck", task_id=tid, tool="bash", args=read))["verdict"] == "allow"
+    # the same failing command observed three times is blocked on the fourth try
+    run = {"command": "python reproduce.py"}
+    for _ in range(3):
+        res = await client.call_tool("observe", {"task_id": tid, "kind": "failure", "tool": "bash", "args": run,
+                                                 "result": "Traceback (most recent call last):\n  File \"r.py\", "
+                                                           "line 3\nImportError: cannot import name 'x' from 'app'"})
+        assert not res.is_error, text(res)
+    blocked = await call(client, "precheck", task_id=tid, tool="bash", args=run)
+    assert blocked["verdict"] == "block" and blocked["rule"] == "loop:repeated_failure"
+
+
+async def test_racing_accepts_one_wins_and_nothing_is_half_stored(client: Client, engine: Engine) -> None:
+    import asyncio
+
+    tid = await start(client, engine)
+    hid = (await call(client, "handoff", task_id=tid, mode="create", objective="write the docs"))["handoff_id"]
+    results = await asyncio.gather(
+        client.call_tool("handoff", {"task_id": tid, "mode": "accept", "handoff_id": hid, "agent": "a"}),
+        client.call_tool("handoff", {"task_id": tid, "mode": "accept", "handoff_id": hid, "agent": "b"}),
+    )
+    assert sorted(r.is_error for r in results) == [False, True]
+    state = await tasks_of(engine).get(tid)
+    assert state.event_counts.get("handoff_accepted") == 1
+    winner = state.handoffs[hid]["agent"]
+    loser = next(r for r in results if r.is_error)
+    assert f"already accepted by {winner}" in text(loser)
