@@ -57,3 +57,20 @@ def test_path_follows_the_environment(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.delenv("BOSUN_ROOTS")
     assert cmd.run(parse(["path", "--home", str(tmp_path / "home")])) == 0
     assert capsys.readouterr().out.strip() == str(tmp_path / "home" / "invariants.toml")
+
+
+def test_registered_in_the_cli(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from bosun.server.cli import build_parser
+
+    example = Path(__file__).resolve().parents[1] / "invariants.example.toml"
+    args = build_parser().parse_args(["invariants", "check", str(example)])
+    assert args.func(args) == 0
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[invariant]]\nid = "a"\n')
+    proc = subprocess.run([sys.executable, "-m", "bosun", "invariants", "check", str(bad)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 1, proc.stderr
+    assert "bad.toml:1" in proc.stderr and "message" in proc.stderr
