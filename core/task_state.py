@@ -208,6 +208,12 @@ def _part(payload: Mapping[str, Any]) -> dict[str, Any]:
 def apply_event(state: TaskState, event: Event) -> TaskState:
     """The state after ``event``; ``state`` itself is left unchanged."""
     s = _clone(state)
+    _apply(s, event)
+    return s
+
+
+def _apply(s: TaskState, event: Event) -> None:
+    """Fold ``event`` into ``s`` in place (``s`` must be a private copy: see ``_clone``)."""
     p = event.payload
     k = event.kind
     s.version = event.seq
@@ -317,7 +323,6 @@ def apply_event(state: TaskState, event: Event) -> TaskState:
         record = seal_record(s)
         if not s.seals or s.seals[-1].seal != record.seal:
             s.seals.append(record)
-    return s
 
 
 def rebuild(events: Iterable[Event], task_id: str | None = None) -> TaskState:
@@ -326,7 +331,7 @@ def rebuild(events: Iterable[Event], task_id: str | None = None) -> TaskState:
     for event in events:
         if state is None:
             state = TaskState(task_id=task_id or event.task_id)
-        state = apply_event(state, event)
+        _apply(state, event)  # the intermediate states are never seen: fold in place
     if state is None:
         if task_id is None:
             raise ValueError("rebuild needs at least one event or a task_id")
