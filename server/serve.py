@@ -11,8 +11,10 @@ import contextlib
 import hmac
 import ipaddress
 import logging
+import os
 import signal
 import socket
+import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -144,6 +146,7 @@ async def serve(
         try:
             if stdio:
                 await mcp.run_stdio_async()  # returns when the host closes stdin
+                _divert_stdout()
                 stop.set()
             else:
                 await stop.wait()
@@ -152,6 +155,20 @@ async def serve(
                 remove_daemon_file(config.home)
             stop.set()
             tg.cancel_scope.deadline = anyio.current_time() + 8  # uvicorn drains in <= 3 s
+
+
+def _divert_stdout() -> None:
+    """After the stdio session ends, point fd 1 at stderr for the rest of the process.
+
+    The SDK restores fd 1 when it stops serving; a model load still running in a
+    worker thread (or a library's atexit print) must not reach the host's pipe.
+    """
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
 
 
 def _url_host(host: str) -> str:
