@@ -18,6 +18,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 # -- sentence splitting --------------------------------------------------------------------
 
@@ -29,6 +30,7 @@ _ABBREV = {
 }
 _BOUNDARY = re.compile(r"([.!?。！？]+[\"')\]”’]*)(\s+|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
 _CITATION = re.compile(r"\s*\[(?:\d+(?:\s*[,–-]\s*\d+)*|[a-z]?\d+)\](?:\s*\[\d+\])*")
+_CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]+|\d+[.)]|[a-z][.)])\s+")
 
 
@@ -146,7 +148,7 @@ def is_factual_claim(sentence: str) -> bool:
     """The claimify-style selection rule: does this sentence assert a checkable fact?"""
     text = _LIST_MARK.sub("", strip_citations(sentence)).strip()
     words = text.split()
-    cjk = sum(1 for ch in text if _is_cjk(ch))
+    cjk = len(_CJK.findall(text))
     if len(words) + cjk // 2 < 3:
         return False
     if text.endswith("?") or text.endswith(":") or text.startswith(("#", "|", "```")):
@@ -160,7 +162,7 @@ def is_factual_claim(sentence: str) -> bool:
         return False  # a heading or a fragment
     if len(words) >= 8 or (len(words) >= 5 and text.endswith((".", "!"))):
         return True
-    return bool(_VERBISH.search(" ".join(words[1:])) or any(_is_cjk(ch) for ch in text))
+    return bool(_VERBISH.search(" ".join(words[1:])) or bool(cjk))
 
 
 @dataclass(frozen=True)
@@ -204,6 +206,7 @@ def _is_cjk(ch: str) -> bool:
     return 0x3040 <= code <= 0x30FF or 0x3400 <= code <= 0x9FFF or 0xAC00 <= code <= 0xD7AF or 0xF900 <= code <= 0xFAFF
 
 
+@lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
     """A light suffix stripper: plural, -ing, -ed, -ly, -ies; enough to align word forms."""
     w = word
@@ -226,8 +229,11 @@ def stem(word: str) -> str:
 
 def words(text: str) -> list[str]:
     """Lower-cased word tokens (numbers keep their separators), CJK as character bigrams."""
+    low = text.lower()
+    if not _CJK.search(low):
+        return _WORD.findall(low)
     out: list[str] = []
-    for m in _WORD.finditer(text.lower()):
+    for m in _WORD.finditer(low):
         token = m.group(0)
         if any(_is_cjk(ch) for ch in token):
             chars = [ch for ch in token if not ch.isspace()]
@@ -239,9 +245,14 @@ def words(text: str) -> list[str]:
 
 def content_tokens(text: str) -> list[str]:
     """Stemmed content tokens for overlap scoring (stop-words and negations removed)."""
+    return list(_content_tokens(text))
+
+
+@lru_cache(maxsize=32_768)
+def _content_tokens(text: str) -> tuple[str, ...]:
     out: list[str] = []
     for w in words(text):
         if w in STOPWORDS or w in FUNCTION_CONTENT or (len(w) == 1 and not w.isdigit()):
             continue
         out.append(stem(w.replace(",", "")) if not w[0].isdigit() else w.replace(",", ""))
-    return out
+    return tuple(out)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from bosun.core.claims import STOPWORDS, content_tokens, stem
 
@@ -99,6 +100,11 @@ class Quantity:
 
 def quantities(text: str) -> list[Quantity]:
     """Numbers with their unit (or counted noun), bound words and whether they look like a year."""
+    return list(_quantities(text))
+
+
+@lru_cache(maxsize=16_384)
+def _quantities(text: str) -> tuple[Quantity, ...]:
     out: list[Quantity] = []
     for m in _NUM.finditer(text):
         raw_num = m.group("num")
@@ -145,7 +151,7 @@ def quantities(text: str) -> list[Quantity]:
         elif follower and follower not in STOPWORDS:
             unit = stem(follower)
         out.append(Quantity(_WORDNUM[word], 0, dim, unit, m.group(0), "=", False))
-    return out
+    return tuple(out)
 
 
 def _same_value(claim: Quantity, ev: Quantity) -> bool:
@@ -198,7 +204,8 @@ def _years(text: str) -> set[int]:
     return out
 
 
-def _months(text: str) -> set[int]:
+@lru_cache(maxsize=16_384)
+def _months(text: str) -> frozenset[int]:
     found: set[int] = set()
     for m in _MONTH_RE.finditer(text):
         word = m.group(1).lower()
@@ -213,7 +220,7 @@ def _months(text: str) -> set[int]:
             if name.startswith(word[:3]):
                 found.add(i + 1)
                 break
-    return found
+    return frozenset(found)
 
 
 def _date_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
@@ -255,31 +262,63 @@ _ANTONYMS = [
     ("older", "younger"), ("largest", "smallest"), ("highest", "lowest"), ("best", "worst"), ("male", "female"),
     ("inhibit", "stimulate"), ("inhibit", "activate"), ("agonist", "antagonist"), ("private", "public"),
 ]
+_POLARITY = [
+    ("increase increases increased increasing raise raises raised rise rises rose risen boost boosts boosted "
+     "elevate elevates elevated higher grow grows grew growth improve improves improved enhance enhances "
+     "enhanced accelerate accelerates accelerated strengthen strengthens strengthened expand expands expanded",
+     "decrease decreases decreased decreasing reduce reduces reduced reduction lower lowers lowered fall falls "
+     "fell fallen decline declines declined drop drops dropped shrink shrinks shrank worsen worsens worsened "
+     "diminish diminishes diminished slow slows slowed weaken weakens weakened lessen lessens lessened"),
+    ("allow allows allowed permit permits permitted legal", "forbid forbids forbade ban bans banned prohibit "
+     "prohibits prohibited illegal"),
+    ("cause causes caused trigger triggers triggered", "prevent prevents prevented"),
+    ("win wins won victory", "lose loses lost defeat defeated"),
+]
 _ANTI: dict[str, set[str]] = {}
 for _a, _b in _ANTONYMS:
     _ANTI.setdefault(stem(_a), set()).add(stem(_b))
     _ANTI.setdefault(stem(_b), set()).add(stem(_a))
+_CHANGE: set[str] = set()
+for _up, _down in _POLARITY[:1]:
+    _CHANGE |= {stem(w) for w in (_up + " " + _down).split()}
+for _up, _down in _POLARITY:
+    _ups, _downs = {stem(w) for w in _up.split()}, {stem(w) for w in _down.split()}
+    for _w in _ups:
+        _ANTI.setdefault(_w, set()).update(_downs)
+    for _w in _downs:
+        _ANTI.setdefault(_w, set()).update(_ups)
 
 
 _CLAUSE_END = re.compile(r"[,;:?!.()]|\b(?:but|although|though|whereas|while|however)\b", re.I)
 
 
-def _scopes(text: str) -> list[list[str]]:
+@lru_cache(maxsize=16_384)
+def _scopes(text: str) -> tuple[tuple[str, ...], ...]:
     """For each negation cue, the content words it governs: up to 3, within its clause."""
-    out: list[list[str]] = []
+    out: list[tuple[str, ...]] = []
     for m in _NEG.finditer(text):
         rest = text[m.end() : m.end() + 120]
         stop = _CLAUSE_END.search(rest)
-        out.append(content_tokens(rest[: stop.start()] if stop else rest)[:3])
-    return out
+        out.append(tuple(content_tokens(rest[: stop.start()] if stop else rest)[:3]))
+    return tuple(out)
 
 
-def _flip(scopes: list[list[str]], other: set[str], other_negated: set[str]) -> list[str] | None:
-    """A negated phrase on one side whose words the other side asserts without negation."""
+_EFFECT = frozenset(stem(w) for w in ["effect", "effects", "impact", "impacts", "affect", "affects", "influence", "change", "changes", "alter"])
+
+
+def _flip(scopes: tuple[tuple[str, ...], ...], other: set[str], other_negated: set[str]) -> list[str] | None:
+    """A negated phrase on one side whose words the other side asserts without negation.
+
+    "has no effect on fever" against "lowers fever": a negated effect word counts as asserted
+    when the other side states a change (an increase/decrease word) on the same object.
+    """
+    changes = {t for t in other if t in _CHANGE}
     for scope in scopes:
         asserted = [t for t in scope if t in other and t not in other_negated]
         if scope and len(asserted) >= min(2, len(scope)):
             return asserted
+        if asserted and changes and any(t in _EFFECT for t in scope) and not (set(asserted) & _EFFECT):
+            return [*sorted(changes)[:1], *asserted]
     return None
 
 
@@ -333,8 +372,10 @@ _NOT_ONLY = re.compile(r"\b(?:one of|among|several|many|various|as well as|along
 _QWORD = re.compile(r"[a-z]+")
 
 
-def _quantified(text: str, levels: dict[str, int]) -> list[tuple[int, str, set[str]]]:
+@lru_cache(maxsize=16_384)
+def _quantified(text: str, family: int) -> tuple[tuple[int, str, frozenset[str]], ...]:
     """(level, word, the content words right after it) for each quantifier of one family."""
+    levels = _DET_LEVEL if family == 0 else _FREQ_LEVEL
     out = []
     low = text.lower()
     for m in _QWORD.finditer(low):
@@ -342,15 +383,15 @@ def _quantified(text: str, levels: dict[str, int]) -> list[tuple[int, str, set[s
         if w not in levels:
             continue
         if w == "few" and low[max(0, m.start() - 2) : m.start()] == "a ":
-            out.append((1, "a few", set(content_tokens(low[m.end() : m.end() + 40])[:2])))
+            out.append((1, "a few", frozenset(content_tokens(low[m.end() : m.end() + 40])[:2])))
             continue
-        out.append((levels[w], w, set(content_tokens(low[m.end() : m.end() + 40])[:2])))
-    return out
+        out.append((levels[w], w, frozenset(content_tokens(low[m.end() : m.end() + 40])[:2])))
+    return tuple(out)
 
 
 def _quantifier_checks(claim: str, evidence: str) -> list[Mismatch]:
-    for levels in (_DET_LEVEL, _FREQ_LEVEL):
-        c_q, e_q = _quantified(claim, levels), _quantified(evidence, levels)
+    for family in (0, 1):
+        c_q, e_q = _quantified(claim, family), _quantified(evidence, family)
         for c_level, c_word, c_next in c_q:
             same_head = [(lv, w) for lv, w, nxt in e_q if nxt & c_next]
             if not same_head or any(lv == c_level for lv, _ in same_head):
@@ -379,7 +420,8 @@ _OPENERS = frozenset(
 )
 
 
-def _names(text: str, with_initial: bool = True) -> list[tuple[str, bool]]:
+@lru_cache(maxsize=16_384)
+def _names(text: str, with_initial: bool = True) -> tuple[tuple[str, bool], ...]:
     """Capitalised names, each with whether it starts the text (a sentence-initial capital may be ordinary)."""
     out: list[tuple[str, bool]] = []
     first_word = re.match(r"\W*", text)
@@ -399,7 +441,7 @@ def _names(text: str, with_initial: bool = True) -> list[tuple[str, bool]]:
             continue
         if content_tokens(name):
             out.append((name, initial))
-    return out
+    return tuple(out)
 
 
 def _entity_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:

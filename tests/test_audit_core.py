@@ -260,3 +260,13 @@ def test_config_file_and_discovery(tmp_path) -> None:  # type: ignore[no-untyped
     (tmp_path / "bad.toml").write_text("allowed_domains = [")
     with pytest.raises(InvalidInput, match="not valid TOML"):
         load_config_file(tmp_path / "bad.toml")
+
+
+def test_polarity_and_no_effect() -> None:
+    assert check("Aspirin increases fever.", "Aspirin lowers fever.")[0].kind == "negation"
+    assert check("Smoking prevents lung cancer.", "Smoking causes lung cancer.")[0].kind == "negation"
+    assert check("Aspirin has no effect on fever.", "Aspirin lowers fever.")[0].kind == "negation"
+    assert check("Aspirin lowers fever in adults.", "In adults, aspirin lowers fever.") == []
+    # negation in another clause of the evidence is not a contradiction
+    assert check("The protocol affects American companies.",
+                 "Although the United States is not a signatory, the protocol affects American companies.") == []
