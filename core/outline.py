@@ -130,7 +130,9 @@ def detect_kind(text: str, command: str | None = None) -> str:
     head = text[:WINDOW_HEAD]
     if (
         _PYTEST_SUMMARY.search(text[-8000:]) or _UNITTEST_RAN.search(text[-8000:])
-        or "test session starts" in head or len(_TEST_LINE.findall(head)) >= 2
+        or "test session starts" in head
+        or sum(1 for p in _literal_line_starts(head, ("FAILED ", "ERROR ", "FAIL: ", "ERROR: ", "PASSED "), 4)
+               if _TEST_LINE.match(_line_at(head, p))) >= 2
     ):
         return "test"
     if len(_DIFF.findall(sample)) >= 2:
@@ -210,7 +212,7 @@ def _test(text: str) -> Outline:
         facts["summary"] = line
     failures: list[str] = []
     seen: set[str] = set()
-    for pos in _literal_line_starts(text, ("FAILED ", "ERROR ", "FAIL: ", "ERROR: ", "XPASS "), 2000):
+    for pos in _literal_line_starts(text, ("FAILED ", "ERROR ", "FAIL: ", "ERROR: ", "XPASS "), 400):
         line = _line_at(text, pos)
         if line in seen or not _TEST_LINE.match(line):
             continue
@@ -233,37 +235,44 @@ _ERROR_LINE = re.compile(
 )
 
 
+def _regions(n: int) -> list[tuple[int, int]]:
+    """Where whole-payload searches look: everything, or the head and tail windows of a big payload."""
+    if n <= WINDOW_HEAD + WINDOW_TAIL:
+        return [(0, n)]
+    return [(0, WINDOW_HEAD), (n - WINDOW_TAIL, n)]
+
+
 def _literal_line_starts(text: str, needles: tuple[str, ...], cap: int) -> list[int]:
     """Positions of needles that start a line, in text order (str.find: no regex over the payload)."""
     found: list[int] = []
-    for needle in needles:
-        i = text.find(needle)
-        while i >= 0 and len(found) < cap * len(needles):
-            if i == 0 or text[i - 1] == "\n":
-                found.append(i)
-                if len(found) >= cap:
-                    break
-            i = text.find(needle, i + 1)
-    return sorted(found)
+    for lo, hi in _regions(len(text)):
+        for needle in needles:
+            i = text.find(needle, lo, hi)
+            mine = 0
+            while i >= 0 and mine < cap:
+                if i == 0 or text[i - 1] == "\n":
+                    found.append(i)
+                    mine += 1
+                i = text.find(needle, i + 1, hi)
+    return sorted(set(found))
 
 
 def _first_error_lines(text: str, limit: int) -> list[tuple[int, str]]:
     """(line number, line) of distinct error-looking lines, found by literal search."""
-    lowered_ok = text.isascii()
-    hay = text.lower() if lowered_ok else text
+    hay = text.lower() if text.isascii() else text
     found: dict[str, int] = {}
     positions: list[int] = []
-    tail_start = max(0, len(hay) - WINDOW_TAIL)
-    for needle in _ERROR_NEEDLES:
-        for start in dict.fromkeys((0, tail_start)):  # the head and the tail (final exception) of big payloads
+    for lo, hi in _regions(len(hay)):  # the head and the tail (final exception) of big payloads
+        for needle in _ERROR_NEEDLES:
+            start = lo
             mine = 0
             while mine < 150:  # enough to find the distinct ones; a megabyte of errors is not re-read
                 mine += 1
-                i = hay.find(needle, start)
+                i = hay.find(needle, start, hi)
                 if i < 0:
                     break
                 positions.append(i)
-                start = hay.find("\n", i)
+                start = hay.find("\n", i, hi)
                 if start < 0:
                     break
     for pos in sorted(set(positions)):
