@@ -227,9 +227,15 @@ def stem(word: str) -> str:
     return w
 
 
+_PREFIX_HYPHEN = re.compile(r"\b(non|anti|un|in|dis|pre|post|co|multi|self|re|over|under)-(?=[a-z])")
+
+
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens (numbers keep their separators), CJK as character bigrams."""
-    low = text.lower()
+    """Lower-cased word tokens (numbers keep their separators), CJK as character bigrams.
+
+    A hyphenated prefix joins its word ("non-steroidal" -> "nonsteroidal"), so both spellings match.
+    """
+    low = _PREFIX_HYPHEN.sub(r"\1", text.lower())
     if not _CJK.search(low):
         return _WORD.findall(low)
     out: list[str] = []

@@ -96,6 +96,7 @@ class Quantity:
     raw: str
     bound: str  # "=" | ">" | "<" | "~"
     year: bool
+    slot: str | None = None  # the content word just before a unit-less number ("score of 2" -> "score")
 
 
 def quantities(text: str) -> list[Quantity]:
@@ -139,7 +140,8 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
             decimals == 0 and not scale and dim is None and "," not in raw_num and 1000 <= value <= 2100
             and len(num_text) == 4
         )
-        out.append(Quantity(value, decimals, dim, unit, raw, bound, year))
+        before = content_tokens(text[max(0, m.start() - 30) : m.start()])
+        out.append(Quantity(value, decimals, dim, unit, raw, bound, year, before[-1] if before else None))
     for m in _WORDNUM_RE.finditer(text):
         word = m.group(1).lower()
         follower = (m.group(2) or "").lower()
@@ -158,6 +160,8 @@ def _same_value(claim: Quantity, ev: Quantity) -> bool:
     c, e = claim.value, ev.value
     if c == e:
         return True
+    if ev.bound == ">" and c >= e or ev.bound == "<" and c <= e:
+        return True  # "120" is consistent with "more than 100"
     if claim.bound == ">":
         return e >= c
     if claim.bound == "<":
@@ -188,8 +192,8 @@ def _number_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
             out.append(Mismatch("unit", cq.raw, eq.raw, f"same value, different unit ({cq.unit} vs {eq.unit})"))
             continue
         comparable = [eq for eq in e_q if cq.unit is not None and eq.unit == cq.unit]
-        if not comparable and cq.unit is None:
-            comparable = [eq for eq in e_q if eq.unit is None]
+        if not comparable and cq.unit is None and cq.slot:
+            comparable = [eq for eq in e_q if eq.unit is None and eq.slot == cq.slot]
         if comparable:
             eq = comparable[0]
             out.append(Mismatch("number", cq.raw, eq.raw, f"the evidence gives {eq.raw!r} where the claim says {cq.raw!r}"))
@@ -306,16 +310,23 @@ def _scopes(text: str) -> tuple[tuple[str, ...], ...]:
 _EFFECT = frozenset(stem(w) for w in ["effect", "effects", "impact", "impacts", "affect", "affects", "influence", "change", "changes", "alter"])
 
 
-def _flip(scopes: tuple[tuple[str, ...], ...], other: set[str], other_negated: set[str]) -> list[str] | None:
+def _flip(
+    scopes: tuple[tuple[str, ...], ...], other: set[str], other_negated: set[str], other_seq: list[str], short: bool
+) -> list[str] | None:
     """A negated phrase on one side whose words the other side asserts without negation.
 
     "has no effect on fever" against "lowers fever": a negated effect word counts as asserted
     when the other side states a change (an increase/decrease word) on the same object.
     """
     changes = {t for t in other if t in _CHANGE}
+    pos = {t: i for i, t in enumerate(other_seq)}
     for scope in scopes:
         asserted = [t for t in scope if t in other and t not in other_negated]
-        if scope and len(asserted) >= min(2, len(scope)):
+        if len(asserted) >= 2:
+            spots = sorted(pos[t] for t in asserted)
+            if spots[-1] - spots[0] <= 4:  # the same phrase on the other side, not scattered words
+                return asserted
+        elif len(scope) == 1 and asserted and short:
             return asserted
         if asserted and changes and any(t in _EFFECT for t in scope) and not (set(asserted) & _EFFECT):
             return [*sorted(changes)[:1], *asserted]
@@ -331,6 +342,16 @@ def _cue_snippet(text: str) -> str:
     return (text[start : m.end()] + " " + " ".join(tail)).strip()
 
 
+_NEG_PREFIXES = ("non", "un", "in", "im", "il", "ir", "dis", "anti")
+
+
+def _prefix_opposites(term: str) -> list[str]:
+    """"safe" <-> "unsafe", "steroidal" <-> "nonsteroidal": the same word with a negating prefix."""
+    out = [p + term for p in _NEG_PREFIXES]
+    out += [term[len(p) :] for p in _NEG_PREFIXES if term.startswith(p) and len(term) - len(p) >= 4]
+    return out
+
+
 def _neighbours(seq: list[str], i: int) -> set[str]:
     return set(seq[max(0, i - 2) : i] + seq[i + 1 : i + 3])
 
@@ -341,16 +362,20 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
     e_neg = {t for sc in e_sc for t in sc}
     c_seq, e_seq = content_tokens(claim), content_tokens(evidence)
     c_all, e_all = set(c_seq), set(e_seq)
-    flipped = _flip(c_sc, e_all, e_neg)
+    short = len(c_seq) <= 12 and len(e_seq) <= 25
+    flipped = _flip(c_sc, e_all, e_neg, e_seq, short)
     side = "claim"
     if flipped is None:
-        flipped, side = _flip(e_sc, c_all, c_neg), "evidence"
+        flipped, side = _flip(e_sc, c_all, c_neg, c_seq, short), "evidence"
     if flipped:
         return [Mismatch("negation", _cue_snippet(claim), _cue_snippet(evidence),
                          f"the {side} negates {' '.join(flipped)!r} and the other side asserts it")]
     for i, term in enumerate(c_seq):
         if term in e_all:
             continue
+        for other in _prefix_opposites(term):
+            if other in e_all and other not in c_all:
+                return [Mismatch("negation", term, other, "the evidence states the opposite")]
         for j, other in enumerate(e_seq):
             if other in _ANTI.get(term, ()) and other not in c_all and _neighbours(c_seq, i) & _neighbours(e_seq, j):
                 return [Mismatch("negation", term, other, "the evidence states the opposite")]
@@ -444,19 +469,45 @@ def _names(text: str, with_initial: bool = True) -> tuple[tuple[str, bool], ...]
     return tuple(out)
 
 
+_PAGE_WORDS = frozenset(
+    "title author published datetime meta data url source abstract summary introduction contents menu home skip".split()
+)
+
+
+def _present(token: str, pool: set[str]) -> bool:
+    """Exact, or the same word in another form ("greece"/"greek", "tio2"/"tio")."""
+    if token in pool:
+        return True
+    head = token[:4]
+    return len(token) >= 4 and any(p.startswith(head) and (p.startswith(token[:-1]) or token.startswith(p[:-1]))
+                                   for p in pool if len(p) >= 3)
+
+
+def _next_word(text: str, name: str) -> str | None:
+    i = text.find(name)
+    after = content_tokens(text[i + len(name) : i + len(name) + 40]) if i >= 0 else []
+    return after[0] if after else None
+
+
 def _entity_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     c_names = _names(claim)
     if not c_names:
         return []
     x_tokens = set(content_tokens(context))
     claim_tokens = set(content_tokens(claim))
-    missing = [(n, ini) for n, ini in c_names if set(content_tokens(n)) - x_tokens]
+    missing = [(n, ini) for n, ini in c_names if any(not _present(t, x_tokens) for t in content_tokens(n))]
     if not missing:
         return []
-    e_names = [(n, ini) for n, ini in _names(evidence) if set(content_tokens(n)) - claim_tokens]
+    e_names = [(n, ini) for n, ini in _names(evidence)
+               if set(content_tokens(n)) - claim_tokens and not set(content_tokens(n)) & _PAGE_WORDS]
     for name, initial in missing:
-        # a sentence-initial capital is only a name when the evidence puts another name in that place
-        rivals = [n for n, e_ini in e_names if e_ini == initial or not initial]
+        # a sentence-initial capital is only a name when the evidence puts another name in the same
+        # place: also sentence-initial and followed by the same word ("Ibuprofen lowers" / "Aspirin lowers")
+        if initial:
+            follow = _next_word(claim, name)
+            rivals = [n for n, e_ini in e_names if e_ini and follow and _next_word(evidence, n) == follow]
+        else:
+            rivals = [n for n, _ in e_names]
         if rivals:
             return [Mismatch("named_entity", name, rivals[0], f"the evidence names {rivals[0]!r}, not {name!r}")]
     return []
