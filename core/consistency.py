@@ -160,7 +160,7 @@ def _same_value(claim: Quantity, ev: Quantity) -> bool:
     c, e = claim.value, ev.value
     if c == e:
         return True
-    if ev.bound == ">" and c >= e or ev.bound == "<" and c <= e:
+    if (ev.bound == ">" and c >= e) or (ev.bound == "<" and c <= e):
         return True  # "120" is consistent with "more than 100"
     if claim.bound == ">":
         return e >= c
@@ -470,7 +470,7 @@ def _names(text: str, with_initial: bool = True) -> tuple[tuple[str, bool], ...]
 
 
 _PAGE_WORDS = frozenset(
-    "title author published datetime meta data url source abstract summary introduction contents menu home skip".split()
+    ["title", "author", "published", "datetime", "meta", "data", "url", "source", "abstract", "summary", "introduction", "contents", "menu", "home", "skip"]
 )
 
 
