@@ -123,18 +123,16 @@ def fmt_ci(t: tuple[float, float, float], pct: bool = True) -> str:
 def run_psiloop(tasks: Sequence[dict[str, Any]], vecs: dict[str, Vectors], strategy: str, params: Params) -> dict[str, Any]:
     """psi-loop's metrics: useful and redundant hits, and wins/ties/losses against the baseline.
 
-    psi-loop budgets count words; here a task's budget is its ``max_tokens`` words
-    times the fixture's estimated tokens per word, so the packing is in model tokens.
+    psi-loop's ``max_tokens`` (10-11) counts its own simple tokens and is meant to hold one
+    candidate; in estimated model tokens 5 of the 14 useful candidates would not fit it. So a
+    task's budget here is its largest candidate's token count: room for one candidate, any one.
     """
-    words = sum(len(c["text"].split()) for t in tasks for c in t["candidates"])
-    toks = sum(estimate_tokens(c["text"]) for t in tasks for c in t["candidates"])
-    ratio = toks / words
     out = {"useful": 0, "redundant": 0, "picks": []}
     for t in tasks:
         case = Case(t["id"], t["goal"], [c["text"] for c in t["candidates"]], list(t["current_context"]),
                     ids=[c["id"] for c in t["candidates"]])
         pool = pool_of(case, vecs)
-        sel = select(pool, round(t["max_tokens"] * ratio), strategy, params)
+        sel = select(pool, max(pool.tokens), strategy, params)
         chosen = [case.ids[i] for i in sel.indices]
         u = len(set(chosen) & set(t["gold_useful_candidates"]))
         r = len(set(chosen) & set(t["gold_redundant_candidates"]))
@@ -212,7 +210,21 @@ def report(hp: list[Case], wc: list[Case], tasks: list[dict[str, Any]], vecs: di
                  f"{fmt_ci(bootstrap_diff(d.values['redundant'], o.values['redundant']), pct=False)} |")
     emit("")
 
+    emit("Stability across the two halves (even / odd rows) of each set, default minus baseline:\n")
+    emit("| set | half | default | baseline | difference [95% CI] |")
+    emit("|---|---|---:|---:|---:|")
+    for label, rows_d, rows_b, key in (
+        ("HotpotQA 1x, both found", hot[("hybrid (default)", 1.0)], hot[("baseline", 1.0)], "both"),
+        ("WiCE 2x, set coverage", wic[("hybrid (default)", 2.0)], wic[("baseline", 2.0)], "cover"),
+    ):
+        for half, sl in (("even", slice(0, None, 2)), ("odd", slice(1, None, 2))):
+            a, b = rows_d.values[key][sl], rows_b.values[key][sl]
+            emit(f"| {label} | {half} | {a.mean():.3f} | {b.mean():.3f} | {fmt_ci(bootstrap_diff(a, b))} |")
+    emit("")
+
     emit(f"## psi-loop's benchmark ({len(tasks)} tasks)\n")
+    emit("Budget: the task's largest candidate (room for one). A win: more useful hits than the baseline, "
+         "or as many and fewer redundant hits.\n")
     emit("| strategy | useful hits | redundant hits | wins / ties / losses vs baseline |")
     emit("|---|---:|---:|---:|")
     base = run_psiloop(tasks, vecs, "baseline", Params())

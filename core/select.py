@@ -50,11 +50,12 @@ class Params:
     min_relevance: float = 0.0  # relevance below this is irrelevant and never selected
     max_items: int | None = None
     # hybrid
-    lexical_weight: float = 0.4  # share of TF-IDF cosine in relevance
-    coverage: float = 0.5  # how much a covered goal term loses
-    hop_weight: float = 0.3  # weight of the lexical link to a pick (multi-hop)
-    overlap_threshold: float = 0.8  # dense similarity to context beyond which hybrid penalises
-    overlap_penalty: float = 2.0
+    lexical_weight: float = 0.7  # share of TF-IDF cosine in relevance
+    coverage: float = 0.8  # how much a covered goal term loses
+    hop_weight: float = 0.2  # weight of the link from a pick to a candidate's subject (multi-hop)
+    hop_head_terms: int = 3  # a candidate's first distinct terms: what it is about
+    overlap_threshold: float = 0.6  # dense similarity to context beyond which hybrid penalises
+    overlap_penalty: float = 4.0
 
     def check(self) -> None:
         if not 0.0 <= self.mmr_lambda <= 1.0:
@@ -95,12 +96,13 @@ class Rejection:
 
 @dataclass
 class Selection:
-    """The forensic view of one selection."""
+    """The forensic view of one selection: picks in order, the strongest rejections, counts."""
 
     strategy: str
     budget_tokens: int
     selected: list[Pick] = field(default_factory=list)
-    rejected: list[Rejection] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)  # the strongest ``explain`` ones
+    rejected_counts: dict[str, int] = field(default_factory=dict)
     note: str | None = None
 
     @property
@@ -110,6 +112,10 @@ class Selection:
     @property
     def indices(self) -> list[int]:
         return [p.index for p in self.selected]
+
+    @property
+    def rejected_total(self) -> int:
+        return sum(self.rejected_counts.values())
 
 
 @dataclass
@@ -131,8 +137,13 @@ class Pool:
     context_texts: Sequence[str] = ()
 
 
-def select(pool: Pool, budget_tokens: int, strategy: str = DEFAULT_STRATEGY, params: Params | None = None) -> Selection:
-    """Pick candidates under ``budget_tokens`` with ``strategy``; see the module doc."""
+def select(pool: Pool, budget_tokens: int, strategy: str = DEFAULT_STRATEGY, params: Params | None = None,
+           explain: int = 10) -> Selection:
+    """Pick candidates under ``budget_tokens`` with ``strategy``; see the module doc.
+
+    ``explain`` bounds how many rejections get a written reason (the strongest by
+    relevance); every rejection is counted in ``rejected_counts``.
+    """
     params = params or Params()
     params.check()
     if strategy not in STRATEGIES:
@@ -142,11 +153,16 @@ def select(pool: Pool, budget_tokens: int, strategy: str = DEFAULT_STRATEGY, par
     if n == 0:
         out.note = "no candidates to select from"
         return out
-    return _Run(pool, budget_tokens, strategy, params).run(out)
+    return _Run(pool, budget_tokens, strategy, params).run(out, explain)
+
+
+_NONE, _IRRELEVANT, _REDUNDANT, _OVER = 0, 1, 2, 3
+_REASONS: dict[int, Reason] = {_IRRELEVANT: "irrelevant", _REDUNDANT: "redundant", _OVER: "over_budget"}
 
 
 class _Run:
-    """One selection's state: the matrices and the running max-similarity to context."""
+    """One selection's state. An iteration is a few vector operations over the pool;
+    nearest items and reasons are only written out for what the answer shows."""
 
     def __init__(self, pool: Pool, budget: int, strategy: str, params: Params) -> None:
         self.pool = pool
@@ -154,39 +170,31 @@ class _Run:
         self.strategy = strategy
         self.budget = int(budget)
         cands = np.asarray(pool.candidates, dtype=np.float32)
+        self.cands = cands
         self.n = cands.shape[0]
         self.tokens = np.asarray(pool.tokens, dtype=np.int64)
         self.rel = cands @ np.asarray(pool.goal, dtype=np.float32)
-        self.sim = cands @ cands.T  # [n, n]
-        labels = list(pool.labels)
-        self.names = labels + list(pool.context_labels)
+        self.relpos = np.maximum(self.rel, 0.0)
+        self.names = list(pool.labels) + list(pool.context_labels)
         ctx = pool.context
-        if ctx is not None and len(ctx):
-            csim = cands @ np.asarray(ctx, dtype=np.float32).T
-            self.nearest = (csim.argmax(axis=1) + self.n).astype(np.int64)
-            self.maxsim = csim.max(axis=1)
-        else:
-            self.nearest = np.full(self.n, -1, dtype=np.int64)
-            self.maxsim = np.zeros(self.n, dtype=np.float32)
-        self.lex: _Lexical | None = None
-        if strategy == "hybrid":
-            self.lex = _Lexical(pool, params)
+        self.ctx = np.asarray(ctx, dtype=np.float32) if ctx is not None and len(ctx) else None
+        self.maxsim = (cands @ self.ctx.T).max(axis=1) if self.ctx is not None else np.zeros(self.n, np.float32)
+        self.picked: list[int] = []
+        self.lex = _Lexical(pool, params) if strategy == "hybrid" else None
+        self.code = np.zeros(self.n, dtype=np.int8)
+        self.red_with = np.full(self.n, -1, dtype=np.int64)  # for context duplicates: filled lazily
+        self.left_at = np.zeros(self.n, dtype=np.int64)
 
     # -- scoring ---------------------------------------------------------------------------
     def relevance(self) -> F32:
-        if self.lex is None:
-            return self.rel
-        return self.lex.relevance(self.rel)
-
-    def novelty(self) -> F32:
-        return np.clip(1.0 - self.maxsim, 0.0, 1.0)
+        return self.rel if self.lex is None else self.lex.relevance(self.rel)
 
     def score(self, rel: F32) -> F32:
         s = self.strategy
         if s == "baseline":
             return rel
         if s == "psi0":
-            return np.maximum(rel, 0.0) * self.novelty()
+            return (np.maximum(rel, 0.0) if self.lex else self.relpos) * np.clip(1.0 - self.maxsim, 0.0, 1.0)
         if s == "mmr":
             lam = self.p.mmr_lambda
             return lam * rel - (1.0 - lam) * np.maximum(self.maxsim, 0.0)
@@ -194,106 +202,125 @@ class _Run:
         return rel - self.p.overlap_penalty * over
 
     # -- the loop --------------------------------------------------------------------------
-    def run(self, out: Selection) -> Selection:
+    def run(self, out: Selection, explain: int) -> Selection:
         p = self.p
-        avail = np.ones(self.n, dtype=bool)
-        reasons: dict[int, tuple[Reason, str, str | None]] = {}
-        irrelevant = self.rel < p.min_relevance
-        for i in np.flatnonzero(irrelevant):
-            reasons[int(i)] = ("irrelevant", f"relevance {self.rel[i]:.2f} < min_relevance {p.min_relevance:.2f}", None)
-        avail &= ~irrelevant
-        self._drop_duplicates(avail, reasons)
+        code = self.code
+        code[self.rel < p.min_relevance] = _IRRELEVANT
+        if self.strategy != "baseline":
+            code[(code == _NONE) & (self.maxsim >= p.redundancy_threshold)] = _REDUNDANT
+        avail = code == _NONE
         remaining = self.budget
-        last_rel = self.relevance()
-        last_score = self.score(last_rel)
-        while avail.any():
-            if p.max_items is not None and len(out.selected) >= p.max_items:
+        scores: list[float] = []
+        rels: list[float] = []
+        novs: list[float] = []
+        tie = self.strategy != "baseline"  # novelty strategies drop duplicates and break near-ties
+        while True:
+            if p.max_items is not None and len(self.picked) >= p.max_items:
                 break
             rel = self.relevance()
-            score = self.score(rel)
-            last_rel, last_score = rel, score
-            fits = avail & (self.tokens <= remaining)
-            if not fits.any():
+            masked = np.where(avail, self.score(rel), -np.inf)
+            while True:  # the best that fits; a better one that does not fit is over budget
+                best = int(masked.argmax())
+                if masked[best] == -np.inf or self.tokens[best] <= remaining:
+                    break
+                code[best], self.left_at[best], avail[best], masked[best] = _OVER, remaining, False, -np.inf
+            if masked[best] == -np.inf:
                 break
-            masked = np.where(fits, score, -np.inf)
-            best = int(masked.argmax())
-            if self.strategy != "baseline":
-                best = self._near_tie(masked, rel, best)
-            # items that beat the pick but do not fit the remaining budget: over budget
-            for i in np.flatnonzero(avail & ~fits & (score > score[best])):
-                reasons[int(i)] = (
-                    "over_budget", f"{self.tokens[i]} tokens, {remaining} left in the budget", None
-                )
-                avail[i] = False
-            novelty = float(self.novelty()[best])
-            out.selected.append(
-                Pick(int(best), float(rel[best]), novelty, float(score[best]), int(self.tokens[best]),
-                     self._why(best, rel, novelty))
-            )
+            if tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
+                ties = np.flatnonzero(masked >= masked[best] - NEAR_TIE_EPSILON)
+                if len(ties) > 1:
+                    ties = ties[self.tokens[ties] <= remaining]
+                    best = int(ties[np.argmax(rel[ties])])
+            scores.append(float(masked[best]))
+            rels.append(float(rel[best]))
+            novs.append(float(min(1.0, max(0.0, 1.0 - self.maxsim[best]))))
             remaining -= int(self.tokens[best])
             avail[best] = False
-            self._join(best)
-            self._drop_duplicates(avail, reasons)
-        for i in np.flatnonzero(avail):
-            if self.tokens[i] > remaining:
-                reasons[int(i)] = ("over_budget", f"{self.tokens[i]} tokens, {remaining} left in the budget", None)
-            elif p.max_items is not None and len(out.selected) >= p.max_items:
-                reasons[int(i)] = ("irrelevant", f"ranked below the {p.max_items} selected (max_items)", None)
-            else:
-                reasons[int(i)] = ("irrelevant", "scored below every selected item", None)
-        nov = self.novelty()
-        for idx, (reason, why, other) in reasons.items():
-            out.rejected.append(
-                Rejection(idx, float(self.rel[idx]), float(nov[idx]), float(last_score[idx]),
-                          int(self.tokens[idx]), reason, why, other)
-            )
-        out.rejected.sort(key=lambda r: (-r.relevance, r.index))
+            self.picked.append(best)
+            col = self.cands @ self.cands[best]  # one column per pick: no n x n matrix
+            np.maximum(self.maxsim, col, out=self.maxsim)
+            if self.lex is not None:
+                self.lex.join(best)
+            if tie:
+                col[best] = -1.0
+                hits = col >= p.redundancy_threshold
+                if hits.any():
+                    dup = avail & hits
+                    code[dup], self.red_with[dup], avail[dup] = _REDUNDANT, best, False
+        leftover = np.flatnonzero(avail)
+        over = leftover[self.tokens[leftover] > remaining]
+        code[over], self.left_at[over] = _OVER, remaining
+        code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
+        for rank, i in enumerate(self.picked):
+            out.selected.append(Pick(i, rels[rank], novs[rank], scores[rank], int(self.tokens[i]),
+                                     self._why(i, rank, rels[rank], novs[rank])))
+        self._explain(out, explain, remaining)
         if not out.selected:
             out.note = self._empty_note(out)
         return out
 
-    def _near_tie(self, masked: F32, rel: F32, best: int) -> int:
-        """psi-loop's rule: among scores within NEAR_TIE_EPSILON of the best, prefer value."""
-        ties = np.flatnonzero(masked >= masked[best] - NEAR_TIE_EPSILON)
-        if len(ties) <= 1:
-            return best
-        return int(ties[np.argmax(rel[ties])])
+    def _nearest(self, i: int, before: int | None = None) -> tuple[int, float]:
+        """The context or selected item most similar to candidate ``i`` (picks before rank ``before``)."""
+        picks = self.picked if before is None else self.picked[:before]
+        best, sim = -1, -2.0
+        if picks:
+            sims = self.cands[picks] @ self.cands[i]
+            j = int(sims.argmax())
+            best, sim = picks[j], float(sims[j])
+        if self.ctx is not None:
+            sims = self.ctx @ self.cands[i]
+            j = int(sims.argmax())
+            if float(sims[j]) > sim:
+                best, sim = self.n + j, float(sims[j])
+        return best, sim
 
-    def _join(self, i: int) -> None:
-        """The pick joins the context: similarities and nearest items update."""
-        col = self.sim[:, i]
-        closer = col > self.maxsim
-        self.maxsim = np.where(closer, col, self.maxsim).astype(np.float32)
-        self.nearest = np.where(closer, i, self.nearest)
-        if self.lex is not None:
-            self.lex.join(i)
+    def _explain(self, out: Selection, explain: int, remaining: int) -> None:
+        rejected = np.flatnonzero(self.code != _NONE)
+        rejected = rejected[~np.isin(rejected, self.picked)]
+        for c, name in _REASONS.items():
+            count = int((self.code[rejected] == c).sum())
+            if count:
+                out.rejected_counts[name] = count
+        if explain <= 0 or not len(rejected):
+            return
+        top = rejected[np.argsort(-self.rel[rejected], kind="stable")[:explain]]
+        final = self.score(self.relevance())
+        for i in top.tolist():
+            c = int(self.code[i])
+            near, sim = self._nearest(i)
+            nov = float(min(1.0, max(0.0, 1.0 - sim))) if near >= 0 else 1.0
+            other = None
+            if c == _IRRELEVANT and self.rel[i] < self.p.min_relevance:
+                why = f"relevance {self.rel[i]:.2f} < min_relevance {self.p.min_relevance:.2f}"
+            elif c == _IRRELEVANT:
+                why = (f"ranked below the {self.p.max_items} selected (max_items)" if self.p.max_items
+                       else "scored below every selected item")
+            elif c == _REDUNDANT:
+                other = self.names[near]
+                why = f"redundant with {other} (similarity {sim:.2f})"
+            else:
+                why = f"{self.tokens[i]} tokens, {self.left_at[i]} left in the budget"
+            out.rejected.append(Rejection(i, float(self.rel[i]), nov, float(final[i]), int(self.tokens[i]),
+                                          _REASONS[c], why, other))
 
-    def _drop_duplicates(self, avail: npt.NDArray[np.bool_], reasons: dict[int, tuple[Reason, str, str | None]]) -> None:
-        if self.strategy == "baseline":
-            return  # the control ranks by similarity alone
-        dup = avail & (self.maxsim >= self.p.redundancy_threshold)
-        for i in np.flatnonzero(dup):
-            other = self.names[int(self.nearest[i])]
-            reasons[int(i)] = ("redundant", f"redundant with {other} (similarity {self.maxsim[i]:.2f})", other)
-            avail[i] = False
-
-    def _why(self, i: int, rel: F32, novelty: float) -> str:
-        parts = [f"relevance {rel[i]:.2f}"]
-        if self.lex is not None and self.lex.hop is not None and self.lex.hop_gain[i] > 0.05:
-            parts.append(f"linked to {self.names[int(self.lex.hop_from[i])]} ({self.lex.hop_gain[i]:.2f})")
+    def _why(self, i: int, rank: int, rel: float, novelty: float) -> str:
+        parts = [f"relevance {rel:.2f}"]
+        if self.lex is not None and self.lex.hop_gain_at.get(i, 0.0) > 0.05:
+            src = self.lex.hop_src_at[i]
+            parts.append(f"linked to {self.names[src]} ({self.lex.hop_gain_at[i]:.2f})")
         if self.strategy != "baseline":
-            near = int(self.nearest[i])
-            parts.append(
-                f"novelty {novelty:.2f}" + (f" (nearest {self.names[near]})" if near >= 0 else " (nothing in context)")
-            )
+            near, _ = self._nearest(i, before=rank)
+            parts.append(f"novelty {novelty:.2f}" + (f" (nearest {self.names[near]})" if near >= 0
+                                                     else " (nothing in context)"))
         return ", ".join(parts)
 
     def _empty_note(self, out: Selection) -> str:
         if self.budget <= 0:
             return "budget_tokens is 0: nothing fits"
-        if not any(r.reason != "over_budget" for r in out.rejected) and self.tokens.min() > self.budget:
-            return f"every candidate is larger than the budget ({int(self.tokens.min())} tokens smallest, budget {self.budget})"
-        kinds = sorted({r.reason for r in out.rejected})
+        if int(self.tokens.min()) > self.budget:
+            return (f"every candidate is larger than the budget ({int(self.tokens.min())} tokens smallest, "
+                    f"budget {self.budget})")
+        kinds = sorted(out.rejected_counts)
         return "nothing selected: every candidate was " + " or ".join(k.replace("_", " ") for k in kinds)
 
 
@@ -306,19 +333,21 @@ class _Lexical:
             raise InvalidInput("strategy", "hybrid needs the candidate and goal texts", "pass texts in the Pool")
         self.p = p
         self.view = LexicalView(list(texts))
-        q = self.view.query(pool.goal_text)
-        self.q_cols = q.indices.copy()
-        self.q_vals = q.data.astype(np.float32).copy()
+        self.q_cols, self.q_vals = self.view.query(pool.goal_text)
         self.weights = np.ones(len(self.q_cols), dtype=np.float32)
         # [n, |q|] dense slice of the goal's columns: relevance is one small matmul per step
-        self.cols = np.asarray(self.view.matrix[:, self.q_cols].toarray(), dtype=np.float32)
-        self.lsim = self.view.pairwise() if p.hop_weight > 0 else None
+        self.cols = self.view.columns(self.q_cols)
+        self.head = self.view.head_weights(self.q_cols, p.hop_head_terms) if p.hop_weight > 0 else None
         self.hop: F32 | None = None
-        n = self.view.matrix.shape[0]
+        n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
         self.hop_from = np.full(n, -1, dtype=np.int64)
+        self.hop_gain_at: dict[int, float] = {}  # the link each pick had when it was picked
+        self.hop_src_at: dict[int, int] = {}
         for text in pool.context_texts:
-            self._cover(self.view.query(text).indices)
+            present = np.zeros(self.view.v, dtype=np.float32)
+            present[self.view.query(text)[0]] = 1.0
+            self._cover(present)
 
     def relevance(self, dense: F32) -> F32:
         w = self.p.lexical_weight
@@ -329,17 +358,20 @@ class _Lexical:
         return (base + self.p.hop_weight * self.hop).astype(np.float32)
 
     def join(self, i: int) -> None:
-        row = self.view.matrix.getrow(i)
-        self._cover(row.indices)
-        if self.lsim is not None:
-            link = self.lsim[:, i]
+        self.hop_gain_at[i] = float(self.hop_gain[i]) * self.p.hop_weight
+        self.hop_src_at[i] = int(self.hop_from[i])
+        present = np.zeros(self.view.v, dtype=np.float32)
+        present[self.view.row_terms(i)] = 1.0
+        self._cover(present)
+        if self.head is not None:
+            link = self.view.links_to(self.head, present, i)
             better = link > self.hop_gain
             self.hop_gain = np.where(better, link, self.hop_gain).astype(np.float32)
             self.hop_from = np.where(better, i, self.hop_from)
             self.hop = self.hop_gain
 
-    def _cover(self, cols: npt.NDArray[np.int32]) -> None:
-        if self.p.coverage <= 0 or not len(cols):
+    def _cover(self, present: npt.NDArray[np.float32]) -> None:
+        if self.p.coverage <= 0 or not len(self.q_cols):
             return
-        hit = np.isin(self.q_cols, cols)
+        hit = present[self.q_cols] > 0
         self.weights[hit] *= 1.0 - self.p.coverage

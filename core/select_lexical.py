@@ -15,7 +15,6 @@ from functools import lru_cache
 
 import numpy as np
 import numpy.typing as npt
-from scipy import sparse
 
 _WORD = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*")
 
@@ -48,61 +47,116 @@ def terms(text: str) -> tuple[str, ...]:
     return tuple(_stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1)
 
 
+_VOCAB: dict[str, int] = {}  # process-wide term ids, so a text is encoded once
+_MAX_VOCAB = 2_000_000
+
+
+def _encoded(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """Distinct term ids of ``text`` in first-occurrence order, and their counts (cached)."""
+    if len(_VOCAB) > _MAX_VOCAB:  # a daemon that has seen millions of words: start over
+        _VOCAB.clear()
+        _encoded_cached.cache_clear()
+    return _encoded_cached(text)
+
+
+@lru_cache(maxsize=65_536)
+def _encoded_cached(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    ids = np.fromiter((_VOCAB.setdefault(t, len(_VOCAB)) for t in terms(text)), dtype=np.int64)
+    if not len(ids):
+        return ids, np.zeros(0, dtype=np.float32)
+    uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    return uniq[order], counts[order].astype(np.float32)
+
+
 class LexicalView:
-    """TF-IDF vectors (sublinear tf, smoothed idf, L2 rows) of a pool of texts.
+    """TF-IDF vectors (sublinear tf, smoothed idf, L2 rows) of a pool of texts, as CSR arrays.
 
     IDF is computed over the pool itself, so a word every candidate shares
     (the topic of the pool) counts for little and a rare name for a lot.
+    Building it is a handful of numpy calls over cached per-text term ids.
     """
 
-    def __init__(self, texts: Sequence[str]) -> None:
-        vocab: dict[str, int] = {}
-        rows: list[int] = []
-        cols: list[int] = []
-        vals: list[float] = []
-        for r, text in enumerate(texts):
-            counts: dict[int, int] = {}
-            for term in terms(text):
-                j = vocab.setdefault(term, len(vocab))
-                counts[j] = counts.get(j, 0) + 1
-            rows.extend([r] * len(counts))
-            cols.extend(counts)
-            vals.extend(counts.values())
-        self.vocab = vocab
+    def __init__(self, texts: Sequence[str], head_terms: int = 8) -> None:
         n = len(texts)
-        tf = sparse.csr_matrix(
-            (np.asarray(vals, dtype=np.float32), (np.asarray(rows, dtype=np.int32), np.asarray(cols, dtype=np.int32))),
-            shape=(n, max(1, len(vocab))),
-        )
-        df = np.bincount(tf.indices, minlength=tf.shape[1]).astype(np.float32)
+        self.n = n
+        enc = [_encoded(t) for t in texts]
+        lens = np.fromiter((len(e[0]) for e in enc), dtype=np.int64, count=n)
+        gids = np.concatenate([e[0] for e in enc]) if n else np.zeros(0, np.int64)
+        counts = np.concatenate([e[1] for e in enc]) if n else np.zeros(0, np.float32)
+        self.rows = np.repeat(np.arange(n, dtype=np.int64), lens)
+        self.gvocab, local = np.unique(gids, return_inverse=True)
+        self.indices = local.astype(np.int64).ravel()
+        self.indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        # each text's first distinct terms: what it is about
+        self.heads = [self.indices[s : s + min(k, head_terms)] for s, k in zip(self.indptr[:-1], lens, strict=True)]
+        self.v = max(1, len(self.gvocab))
+        df = np.bincount(self.indices, minlength=self.v).astype(np.float32)
         self.idf = (np.log((1.0 + n) / (1.0 + df)) + 1.0).astype(np.float32)
-        tf.data = 1.0 + np.log(tf.data)
-        self.matrix = _normalise_rows(tf.multiply(self.idf[None, :]).tocsr())
+        vals = (1.0 + np.log(np.maximum(counts, 1.0))) * self.idf[self.indices]
+        norms = np.sqrt(np.bincount(self.rows, weights=vals * vals, minlength=n))
+        norms[norms == 0] = 1.0
+        self.data = (vals / norms[self.rows]).astype(np.float32)
 
-    def query(self, text: str) -> sparse.csr_matrix:
-        """The TF-IDF row of an outside text (a goal) in this pool's vocabulary."""
-        counts: dict[int, int] = {}
-        for term in terms(text):
-            j = self.vocab.get(term)
-            if j is not None:
-                counts[j] = counts.get(j, 0) + 1
-        cols = np.fromiter(counts, dtype=np.int32, count=len(counts))
-        vals = 1.0 + np.log(np.fromiter(counts.values(), dtype=np.float32, count=len(counts)))
-        row = sparse.csr_matrix(
-            (vals * self.idf[cols], (np.zeros(len(cols), dtype=np.int32), cols)), shape=(1, self.matrix.shape[1])
-        )
-        return _normalise_rows(row)
+    def query(self, text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """Columns and L2-normalised TF-IDF weights of an outside text (a goal) in this pool's vocabulary."""
+        gids, counts = _encoded(text)
+        if not len(self.gvocab) or not len(gids):
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        pos = np.minimum(np.searchsorted(self.gvocab, gids), len(self.gvocab) - 1)
+        ok = self.gvocab[pos] == gids
+        cols = pos[ok].astype(np.int64)
+        vals = (1.0 + np.log(np.maximum(counts[ok], 1.0))) * self.idf[cols]
+        norm = float(np.sqrt((vals * vals).sum())) or 1.0
+        return cols, (vals / norm).astype(np.float32)
+
+    def columns(self, cols: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """Dense [n, len(cols)] slice of the TF-IDF matrix."""
+        where = np.full(self.v, -1, dtype=np.int64)
+        where[cols] = np.arange(len(cols))
+        hit = where[self.indices]
+        keep = hit >= 0
+        out = np.zeros((self.n, len(cols)), dtype=np.float32)
+        out[self.rows[keep], hit[keep]] = self.data[keep]
+        return out
 
     def similarity_to(self, text: str) -> npt.NDArray[np.float32]:
         """Cosine of every pool text to ``text``."""
-        return np.asarray((self.matrix @ self.query(text).T).toarray()).ravel().astype(np.float32)
+        cols, vals = self.query(text)
+        return self.columns(cols) @ vals
 
-    def pairwise(self) -> npt.NDArray[np.float32]:
-        """Cosine between every pair of pool texts, dense [n, n]."""
-        return np.asarray((self.matrix @ self.matrix.T).toarray(), dtype=np.float32)
+    def row_terms(self, i: int) -> npt.NDArray[np.int64]:
+        """Column ids of the terms text ``i`` contains."""
+        return self.indices[self.indptr[i] : self.indptr[i + 1]]
 
+    def head_weights(self, exclude: npt.NDArray[np.int64], head_terms: int = 3) -> tuple[
+        npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]
+    ]:
+        """(rows, cols, weights): each text's first ``head_terms`` distinct terms minus ``exclude``.
 
-def _normalise_rows(m: sparse.csr_matrix) -> sparse.csr_matrix:
-    norms = np.sqrt(np.asarray(m.multiply(m).sum(axis=1)).ravel())
-    norms[norms == 0] = 1.0
-    return sparse.csr_matrix(sparse.diags(1.0 / norms) @ m)
+        A document names its subject first (a title, a heading, the first
+        sentence). When a selected text mentions that subject, the document is
+        the next hop of a multi-hop question: the bridge entity. Weights are
+        unsmoothed IDF normalised per text, so a head word every text shares
+        counts for nothing.
+        """
+        skip = np.zeros(self.v, dtype=bool)
+        skip[exclude] = True
+        parts = [h[:head_terms] for h in self.heads]
+        lens = np.fromiter((len(h) for h in parts), dtype=np.int64, count=self.n)
+        cols = np.concatenate(parts) if self.n else np.zeros(0, np.int64)
+        rows = np.repeat(np.arange(self.n, dtype=np.int64), lens)
+        keep = ~skip[cols]
+        rows, cols = rows[keep], cols[keep]
+        w = (self.idf[cols] - 1.0).astype(np.float32)
+        total = np.bincount(rows, weights=w, minlength=self.n)
+        total[total == 0] = 1.0
+        return rows, cols, (w / total[rows]).astype(np.float32)
+
+    def links_to(self, head: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]],
+                 present: npt.NDArray[np.float32], i: int) -> npt.NDArray[np.float32]:
+        """links[c]: the weighted share of c's head terms found in text ``i`` (``present``: its term mask)."""
+        rows, cols, w = head
+        out = np.bincount(rows, weights=w * present[cols], minlength=self.n).astype(np.float32)
+        out[i] = 0.0
+        return out

@@ -199,6 +199,7 @@ async def run_selection(
     budget_tokens: Any = 2000,
     strategy: str = DEFAULT_STRATEGY,
     params: Params | None = None,
+    explain: int = 10,
 ) -> Outcome:
     """Validate, resolve, embed and select; raises InvalidInput/NotFound naming the field."""
     t0 = time.perf_counter()
@@ -237,7 +238,7 @@ async def run_selection(
         goal_text=goal,
         context_texts=[c.text for c in ctx],
     )
-    sel = select(pool, budget, strategy, params)
+    sel = select(pool, budget, strategy, params, explain=explain)
     t3 = time.perf_counter()
     return Outcome(sel, cands, ctx, {"resolve": (t1 - t0) * 1000, "embed": (t2 - t1) * 1000,
                                      "select": (t3 - t2) * 1000})
@@ -274,7 +275,8 @@ def to_result(out: Outcome, show_rejected: int = 5, include_text: bool = False) 
         "strategy": sel.strategy,
         "candidates": len(out.candidates),
         "rejected": rejected,
-        "rejected_total": len(sel.rejected),
+        "rejected_total": sel.rejected_total,
+        "rejected_counts": sel.rejected_counts,
     }
     if sel.note:
         result["note"] = sel.note

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         await engine.open()
         try:
             out = await run_selection(engine, req.get("goal"), req.get("candidates"), req.get("context"), budget,
-                                      strategy, Params(mmr_lambda=args.mmr_lambda))
+                                      strategy, Params(mmr_lambda=args.mmr_lambda), explain=args.rejected)
             return to_result(out, show_rejected=args.rejected)
         finally:
             await engine.close()

@@ -39,5 +39,6 @@ def register(mcp: MCPServer[Any]) -> None:
         each other; returns them in order with relevance, novelty and why, and the strongest rejections."""
         engine = engine_of(ctx)
         params = Params(mmr_lambda=mmr_lambda, max_items=max_items, min_relevance=min_relevance)
-        out = await run_selection(engine, goal, candidates, context, budget_tokens, strategy, params)
+        out = await run_selection(engine, goal, candidates, context, budget_tokens, strategy, params,
+                                  explain=max(0, show_rejected))
         return to_result(out, show_rejected=show_rejected, include_text=include_text)
