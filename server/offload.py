@@ -316,7 +316,29 @@ class OffloadService:
         state = await self.tasks.append(task_id, event, {"text": body}, agent=agent)
         return {"recorded": event, "version": state.version, "seal": "sha256:" + state.seal}
 
-    # -- recall accounting -----------------------------------------------------------------
+    # -- recall ------------------------------------------------------------------------------
+    async def recall(self, ref: str, op: str, task_id: str | None = None, **query: Any) -> tuple[dict[str, Any], str]:
+        """Run one recall op on a stored payload: (structured answer, model-facing text).
+
+        The bytes come through ``RefStore.get`` (re-hashed on every read); the text is the
+        recalled part under a one-line header, not JSON-escaped.
+        """
+        from bosun.core.query import run_query
+
+        digest = await self.resolve(ref)
+        data = await self.engine.refs.get(digest)
+        res = run_query(data, op, **query)
+        out: dict[str, Any] = {"ref": short_ref(digest), "op": op, "text": res.text, "total_bytes": res.total_bytes,
+                               "total_lines": res.total_lines, "truncated": res.truncated}
+        if res.note:
+            out["note"] = res.note
+        out.update(res.extra)
+        meta = {k: v for k, v in out.items() if k not in ("text", "ref", "recall")}
+        text = f"[{short_ref(digest)} {' '.join(f'{k}={v}' for k, v in meta.items())}]\n{res.text}"
+        if task_id is not None:
+            await self.note_recall(task_id, make_ref(digest), op, estimate_tokens(text))
+        return out, text
+
     async def note_recall(self, task_id: str, ref: str, op: str, tokens: int) -> None:
         await self.tasks.append(task_id, "recalled", {"ref": ref, "op": op, "tokens": tokens})
 

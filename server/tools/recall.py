@@ -9,12 +9,10 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from bosun.core.offload import short_ref
-from bosun.core.query import DEFAULT_MAX_TOKENS, run_query
-from bosun.core.tokens import estimate_tokens
+from bosun.core.query import DEFAULT_MAX_TOKENS
 from bosun.server.errors import tool_errors
 from bosun.server.offload import as_result, offload_of, slim_tool
-from bosun.store.refs import make_ref, parse_ref
+from bosun.store.refs import parse_ref
 
 RecallOp = Literal["raw", "head", "tail", "range", "grep", "outline", "aggregate", "jsonl"]
 
@@ -44,31 +42,11 @@ def register(mcp: MCPServer[Any]) -> None:
         task_id: Annotated[str | None, Field(description="count this recall in the task's ledger")] = None,
     ) -> CallToolResult:
         """Read part of a stored payload, verified against its hash: head|tail|range|grep|raw|outline|aggregate|jsonl."""
-        engine = engine_of(ctx)
-        off = offload_of(engine)
-        digest = await off.resolve(ref)
-        data = await engine.refs.get(digest)
-        res = run_query(
-            data, op, lines=lines, start=start, end=end, unit=unit, pattern=pattern, context=context,
+        out, text = await offload_of(engine_of(ctx)).recall(
+            ref, op, task_id, lines=lines, start=start, end=end, unit=unit, pattern=pattern, context=context,
             max_matches=max_matches, ignore_case=ignore_case, max_bytes=max_bytes, max_tokens=max_tokens,
             where=where, fields=fields, path=path,
         )
-        out: dict[str, Any] = {
-            "ref": short_ref(digest),
-            "op": op,
-            "text": res.text,
-            "total_bytes": res.total_bytes,
-            "total_lines": res.total_lines,
-            "truncated": res.truncated,
-        }
-        if res.note:
-            out["note"] = res.note
-        out.update(res.extra)
-        # the model reads the text itself under a one-line header, not JSON-escaped text
-        meta = {k: v for k, v in out.items() if k not in ("text", "ref", "recall")}
-        text = f"[{short_ref(digest)} {' '.join(f'{k}={v}' for k, v in meta.items())}]\n{res.text}"
-        if task_id is not None:
-            await off.note_recall(task_id, make_ref(digest), op, estimate_tokens(text))
         return as_result(out, text)
 
     slim_tool(mcp, "recall")
