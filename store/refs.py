@@ -102,11 +102,10 @@ class SQLiteRefStore:
     async def get(self, ref: str) -> bytes:
         """The bytes behind ``ref``, re-hashed: raises IntegrityError rather than return wrong bytes."""
         digest = parse_ref(ref)
-        async with self.conn.execute("SELECT data FROM refs WHERE sha256 = ?", (digest,)) as cur:
-            row = await cur.fetchone()
-        if row is None:
+        rows = list(await self.conn.execute_fetchall("SELECT data FROM refs WHERE sha256 = ?", (digest,)))
+        if not rows:
             raise NotFound("ref", make_ref(digest), "it was never stored here (check BOSUN_HOME)")
-        data = bytes(row[0])
+        data = bytes(rows[0][0])
         actual = hashlib.sha256(data).hexdigest()
         if actual != digest:
             raise IntegrityError(
@@ -117,18 +116,19 @@ class SQLiteRefStore:
 
     async def info(self, ref: str) -> RefInfo:
         digest = parse_ref(ref)
-        async with self.conn.execute(
-            "SELECT media_type, size, created_at FROM refs WHERE sha256 = ?", (digest,)
-        ) as cur:
-            row = await cur.fetchone()
-        if row is None:
+        rows = list(
+            await self.conn.execute_fetchall(
+                "SELECT media_type, size, created_at FROM refs WHERE sha256 = ?", (digest,)
+            )
+        )
+        if not rows:
             raise NotFound("ref", make_ref(digest))
+        row = rows[0]
         return RefInfo(sha256=digest, media_type=row[0], size=int(row[1]), created_at=float(row[2]))
 
     async def exists(self, ref: str) -> bool:
         digest = parse_ref(ref)
-        async with self.conn.execute("SELECT 1 FROM refs WHERE sha256 = ?", (digest,)) as cur:
-            return await cur.fetchone() is not None
+        return bool(list(await self.conn.execute_fetchall("SELECT 1 FROM refs WHERE sha256 = ?", (digest,))))
 
     async def verify(self, ref: str) -> bool:
         """True when the blob is present and intact."""
