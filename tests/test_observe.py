@@ -271,3 +271,19 @@ def test_killed_mid_observe_leaves_whole_observations(tmp_path: Path) -> None:
     code, out = asyncio.run(verify_task(db, tid))
     assert code == 0, out
     assert out["items_externalized"] >= 10 and out["items_verified"] == out["items_externalized"]
+
+
+async def test_head_contract_and_seal_drift(client: Client, engine: Engine) -> None:
+    out = _sc(await client.call_tool("plan", {"mode": "start", "objective": "seal test"}))
+    tid, seal = out["task_id"], out["seal"]
+    ok = _sc(await _observe(client, tid, "fine\n", args={"command": "ls"}, seal=seal))
+    assert ok["drift"] == "ok"
+    bad = _sc(await _observe(client, tid, "fine\n", args={"command": "ls"}, seal="sha256:" + "0" * 64))
+    assert bad["drift"]["verdict"] == "critical_drift"
+    head = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "head",
+                                                   "text": "You are a helpful agent. Today is 2026-11-29T12:00:00Z."}))
+    assert head["changed"] is True and head["volatile_count"] >= 1
+    contract = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "contract", "text": "tools: bash, recall"}))
+    assert contract["kind"] == "contract"
+    state = await engine.extensions["tasks"].get(tid)
+    assert state.head is not None and state.contract is not None
