@@ -34,7 +34,8 @@ def main() -> None:
     ap.add_argument("--show", type=int, default=60, help="print this many redactions with context")
     args = ap.parse_args()
     path = SHARED / "data" / "trajectories" / "miniswe-dev.jsonl.gz"
-    runs = [json.loads(line) for line in gzip.open(path, "rt")]
+    with gzip.open(path, "rt") as fh:
+        runs = [json.loads(line) for line in fh]
     r = Redactor()
     texts: list[str] = []
     for run in runs:
