@@ -220,7 +220,7 @@ async def replay_run(
                     texts = []
                     for rc in plan_recalls(nds, outputs[src_i])[:budget]:
                         q = run_query(data, rc["op"], **{k: v for k, v in rc.items() if k != "op"})
-                        cost = estimate_tokens(_compact({"ref": refs[src_i][:29], **rc})) + 8 + RECALL_HEADER + estimate_tokens(q.text)
+                        cost = estimate_tokens(_compact({"ref": (refs[src_i] or "")[:29], **rc})) + 8 + RECALL_HEADER + estimate_tokens(q.text)
                         res.recall_tokens += cost
                         items.append(Item(t, [(t, cost)], q.text))
                         texts.append(q.text)
@@ -307,7 +307,7 @@ def payload_table(runs: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]
                 k = detect_kind(out)
                 if k in by_kind:
                     by_kind[k].append(out)
-    need_of = {
+    need_of: dict[str, dict[str, Any]] = {
         "test": {"op": "grep", "pattern": r"^(FAILED|ERROR)|Error:", "max_matches": 20},
         "code": {"op": "range", "start": 1, "end": 40},
         "log": {"op": "aggregate"},
