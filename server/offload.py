@@ -141,7 +141,7 @@ class OffloadService:
         failed: bool,
         tool: str | None,
         args: Any,
-        result: str | None,
+        result: Any,
         mode: str | None = None,
         offload: bool | None = None,
         agent: str | None = None,
@@ -151,8 +151,11 @@ class OffloadService:
             raise InvalidInput("tool", "must name the tool that produced the result", "e.g. 'bash', 'read_file'")
         if result is None:
             raise InvalidInput("result", "is required for kind='result'/'failure'", "the tool's output text")
-        if not isinstance(result, str):
-            raise InvalidInput("result", f"must be a string, got {type(result).__name__}", "JSON-encode structured output")
+        if not isinstance(result, str):  # structured output (API tools): stored as its JSON text
+            try:
+                result = json.dumps(result, ensure_ascii=False, indent=1, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInput("result", f"is not text or JSON ({exc})", "the tool's output text") from exc
         limit = self.engine.config.max_payload_bytes
         raw_size = len(result.encode("utf-8", "surrogatepass"))
         if raw_size > limit:

@@ -287,3 +287,14 @@ async def test_head_contract_and_seal_drift(client: Client, engine: Engine) -> N
     assert contract["kind"] == "contract"
     state = await engine.extensions["tasks"].get(tid)
     assert state.head is not None and state.contract is not None
+
+
+async def test_structured_result_is_stored_as_json(client: Client, engine: Engine) -> None:
+    tid = await _start(client)
+    rows = [{"id": i, "status": "ok" if i % 7 else "failed", "name": f"item {i}"} for i in range(300)]
+    out = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "api.list",
+                                                  "args": {"page": 1}, "result": {"items": rows}}))
+    assert out["offloaded"] and out["kind"] == "json" and "items: [300 × {id: int, status: str, name: str}]" in out["outline"]
+    hit = _sc(await client.call_tool("recall", {"ref": out["ref"], "op": "jsonl", "path": "items",
+                                                "where": {"status": "failed"}, "fields": ["id"], "max_matches": 3}))
+    assert hit["text"].splitlines() == ['{"id":0}', '{"id":7}', '{"id":14}'] and hit["matches"] == 43

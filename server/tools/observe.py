@@ -38,7 +38,7 @@ def register(mcp: MCPServer[Any]) -> None:
         ctx: Context[Any],
         tool: Annotated[str | None, Field(description="result/failure: tool name")] = None,
         args: Annotated[Any, Field(description="result/failure: the tool's arguments")] = None,
-        result: Annotated[str | None, Field(description="output text; dropped: the ref")] = None,
+        result: Annotated[Any, Field(description="output (text, or JSON); dropped: the ref")] = None,
         seal: Annotated[str | None, Field(description="your last SEAL")] = None,
         path: Annotated[str | None, Field(description="file: path under BOSUN_ROOTS")] = None,
         text: Annotated[str | None, Field(description="decision/constraint/head/contract text")] = None,
