@@ -33,13 +33,61 @@ from bosun.core.embedding import Vectors
 from bosun.core.select import Params, Pool, select
 from bosun.core.tokens import estimate_tokens
 
+SEED = "psi-loop as shipped (keyword V, centroid H)"
 STRATS: list[tuple[str, str, Params]] = [
+    (SEED, SEED, Params()),
     ("baseline", "baseline", Params()),
     ("psi0", "psi0", Params()),
     ("mmr (lambda 0.7)", "mmr", Params(mmr_lambda=0.7)),
     ("mmr (lambda 0.5)", "mmr", Params(mmr_lambda=0.5)),
     ("hybrid (default)", "hybrid", Params()),
 ]
+
+
+def seed_select(case: Case, budget: int) -> list[int]:
+    """psi-loop's own rule, re-implemented from its README for comparison (not shipped).
+
+    V = share of the goal's keywords the candidate contains; H = 1 - cosine between the
+    candidate's bag of words and the centroid of the context's L2-normalised bags; score
+    H * V, near-tie value priority, iterative (each pick joins the context), greedy packing.
+    """
+    from bosun.core.select import NEAR_TIE_EPSILON
+    from bosun.core.select_lexical import terms
+
+    def bow(text: str) -> dict[str, float]:
+        counts: dict[str, float] = {}
+        for t in terms(text):
+            counts[t] = counts.get(t, 0.0) + 1.0
+        norm = math.sqrt(sum(v * v for v in counts.values())) or 1.0
+        return {k: v / norm for k, v in counts.items()}
+
+    goal = set(terms(case.goal))
+    bags = [bow(t) for t in case.candidates]
+    value = [len(goal & set(b)) / max(1, len(goal)) for b in bags]
+    ctx = [bow(t) for t in case.context]
+    tokens = [estimate_tokens(t) for t in case.candidates]
+    chosen: list[int] = []
+    left = budget
+    while True:
+        centroid: dict[str, float] = {}
+        for b in ctx:
+            for k, v in b.items():
+                centroid[k] = centroid.get(k, 0.0) + v / len(ctx)
+        cn = math.sqrt(sum(v * v for v in centroid.values())) or 1.0
+        scored = []
+        for i, b in enumerate(bags):
+            if i in chosen or tokens[i] > left:
+                continue
+            sim = sum(v * centroid.get(k, 0.0) for k, v in b.items()) / cn if centroid else 0.0
+            scored.append((value[i] * (1.0 - sim), value[i], i))
+        if not scored:
+            return chosen
+        top = max(scored)
+        near = [x for x in scored if x[0] >= top[0] - NEAR_TIE_EPSILON]
+        pick = max(near, key=lambda x: (x[1], x[0]))[2]
+        chosen.append(pick)
+        left -= tokens[pick]
+        ctx.append(bags[pick])
 
 
 def pool_of(case: Case, vecs: dict[str, Vectors]) -> Pool:
@@ -73,11 +121,11 @@ def run_hotpot(cases: Sequence[Case], vecs: dict[str, Vectors], strategy: str, p
         pool = pool_of(case, vecs)
         sup = case.gold["support"]
         budget = math.floor(sum(pool.tokens[i] for i in sup) * factor)
-        sel = select(pool, budget, strategy, params)
-        got = set(sel.indices) & set(sup)
+        idx = seed_select(case, budget) if strategy == SEED else select(pool, budget, strategy, params).indices
+        got = set(idx) & set(sup)
         recall.append(len(got) / 2)
         both.append(float(len(got) == 2))
-        used.append(sel.tokens_used)
+        used.append(sum(pool.tokens[i] for i in idx))
         budget_l.append(budget)
     return Rows({"recall": np.array(recall), "both": np.array(both), "tokens": np.array(used),
                  "budget": np.array(budget_l)})
@@ -90,7 +138,7 @@ def run_wice(cases: Sequence[Case], vecs: dict[str, Vectors], strategy: str, par
         sets = case.gold["sets"]
         smallest = min(sum(pool.tokens[i] for i in s) for s in sets)
         budget = math.floor(smallest * factor)
-        sel = set(select(pool, budget, strategy, params).indices)
+        sel = set(seed_select(case, budget) if strategy == SEED else select(pool, budget, strategy, params).indices)
         covered = any(set(s) <= sel for s in sets)
         # the primary set is the one the selection covers best; support from any other set is redundant
         primary = max(sets, key=lambda s: (len(set(s) & sel) / len(s), -len(s)))
@@ -132,8 +180,9 @@ def run_psiloop(tasks: Sequence[dict[str, Any]], vecs: dict[str, Vectors], strat
         case = Case(t["id"], t["goal"], [c["text"] for c in t["candidates"]], list(t["current_context"]),
                     ids=[c["id"] for c in t["candidates"]])
         pool = pool_of(case, vecs)
-        sel = select(pool, max(pool.tokens), strategy, params)
-        chosen = [case.ids[i] for i in sel.indices]
+        budget = max(pool.tokens)
+        idx = seed_select(case, budget) if strategy == SEED else select(pool, budget, strategy, params).indices
+        chosen = [case.ids[i] for i in idx]
         u = len(set(chosen) & set(t["gold_useful_candidates"]))
         r = len(set(chosen) & set(t["gold_redundant_candidates"]))
         out["useful"] += u
@@ -179,7 +228,7 @@ def report(hp: list[Case], wc: list[Case], tasks: list[dict[str, Any]], vecs: di
     emit("|---|---|---:|---:|")
     for factor in (1.0, 1.5):
         d = hot[("hybrid (default)", factor)]
-        for other in ("baseline", "psi0", "mmr (lambda 0.7)"):
+        for other in (SEED, "baseline", "psi0", "mmr (lambda 0.7)"):
             o = hot[(other, factor)]
             emit(f"| {factor:g}x | {other} | {fmt_ci(bootstrap_diff(d.values['both'], o.values['both']))} | "
                  f"{fmt_ci(bootstrap_diff(d.values['recall'], o.values['recall']))} |")
@@ -204,7 +253,7 @@ def report(hp: list[Case], wc: list[Case], tasks: list[dict[str, Any]], vecs: di
     emit("|---|---|---:|---:|")
     for factor in (1.0, 2.0):
         d = wic[("hybrid (default)", factor)]
-        for other in ("baseline", "psi0", "mmr (lambda 0.7)"):
+        for other in (SEED, "baseline", "psi0", "mmr (lambda 0.7)"):
             o = wic[(other, factor)]
             emit(f"| {factor:g}x | {other} | {fmt_ci(bootstrap_diff(d.values['cover'], o.values['cover']))} | "
                  f"{fmt_ci(bootstrap_diff(d.values['redundant'], o.values['redundant']), pct=False)} |")

@@ -14,10 +14,11 @@ Strategies
   looks novel).
 - ``mmr``: maximal marginal relevance, ``lambda * relevance - (1 - lambda) * max similarity``.
 - ``hybrid`` (the default, measured best in bench/select_eval.py): relevance mixes the
-  dense cosine with a TF-IDF cosine over the pool (names and numbers survive);
-  goal terms already covered by a pick weigh less (coverage), candidates that
-  share rare terms with a pick gain (multi-hop: the bridge entity a pick names);
-  similarity to the context beyond a threshold is a penalty (redundancy).
+  dense cosine with the IDF-weighted share of the goal's terms a candidate holds
+  (names and numbers survive); goal terms already covered by the context or a pick
+  weigh less (coverage, a greedy set cover); a candidate whose subject (its first
+  distinct terms) a pick names gains (multi-hop: the bridge entity); similarity to
+  the context or a pick beyond a threshold is a penalty (redundancy).
 """
 
 from __future__ import annotations
@@ -50,11 +51,12 @@ class Params:
     min_relevance: float = 0.0  # relevance below this is irrelevant and never selected
     max_items: int | None = None
     # hybrid
-    lexical_weight: float = 0.7  # share of TF-IDF cosine in relevance
+    lexical_weight: float = 0.7  # share of the lexical signal in relevance
+    lexical: str = "recall"  # "recall": IDF share of the goal's terms a candidate holds; "cosine": TF-IDF cosine
     coverage: float = 0.8  # how much a covered goal term loses
     hop_weight: float = 0.2  # weight of the link from a pick to a candidate's subject (multi-hop)
     hop_head_terms: int = 3  # a candidate's first distinct terms: what it is about
-    overlap_threshold: float = 0.6  # dense similarity to context beyond which hybrid penalises
+    overlap_threshold: float = 0.6  # similarity to context beyond which hybrid penalises (and "redundant" is said)
     overlap_penalty: float = 4.0
 
     def check(self) -> None:
@@ -62,6 +64,8 @@ class Params:
             raise InvalidInput("mmr_lambda", f"{self.mmr_lambda} is out of range", "a number in [0, 1]")
         if not 0.0 < self.redundancy_threshold <= 1.0001:
             raise InvalidInput("redundancy_threshold", f"{self.redundancy_threshold} is out of range", "(0, 1]")
+        if self.lexical not in ("recall", "cosine"):
+            raise InvalidInput("lexical", f"unknown lexical signal {self.lexical!r}", "recall, cosine")
         if not -1.0 <= self.min_relevance < 1.0:
             raise InvalidInput("min_relevance", f"{self.min_relevance} is out of range", "[-1, 1)")
         if self.max_items is not None and self.max_items < 1:
@@ -247,6 +251,13 @@ class _Run:
                 if hits.any():
                     dup = avail & hits
                     code[dup], self.red_with[dup], avail[dup] = _REDUNDANT, best, False
+        if tie and rels:
+            # more relevant than a pick and close to something chosen or given: its lack of
+            # novelty is what kept it out, whatever the budget did afterwards
+            lost = ((avail | (code == _OVER)) & (self.relevance() > min(rels))
+                    & (self.maxsim >= p.overlap_threshold))
+            code[lost] = _REDUNDANT
+            avail[lost] = False
         leftover = np.flatnonzero(avail)
         over = leftover[self.tokens[leftover] > remaining]
         code[over], self.left_at[over] = _OVER, remaining
@@ -283,8 +294,9 @@ class _Run:
                 out.rejected_counts[name] = count
         if explain <= 0 or not len(rejected):
             return
-        top = rejected[np.argsort(-self.rel[rejected], kind="stable")[:explain]]
-        final = self.score(self.relevance())
+        rel = self.relevance()
+        top = rejected[np.argsort(-rel[rejected], kind="stable")[:explain]]
+        final = self.score(rel)
         for i in top.tolist():
             c = int(self.code[i])
             near, sim = self._nearest(i)
@@ -300,7 +312,7 @@ class _Run:
                 why = f"redundant with {other} (similarity {sim:.2f})"
             else:
                 why = f"{self.tokens[i]} tokens, {self.left_at[i]} left in the budget"
-            out.rejected.append(Rejection(i, float(self.rel[i]), nov, float(final[i]), int(self.tokens[i]),
+            out.rejected.append(Rejection(i, float(rel[i]), nov, float(final[i]), int(self.tokens[i]),
                                           _REASONS[c], why, other))
 
     def _why(self, i: int, rank: int, rel: float, novelty: float) -> str:
@@ -337,6 +349,12 @@ class _Lexical:
         self.weights = np.ones(len(self.q_cols), dtype=np.float32)
         # [n, |q|] dense slice of the goal's columns: relevance is one small matmul per step
         self.cols = self.view.columns(self.q_cols)
+        if p.lexical == "recall":
+            # the share of the goal's (IDF-weighted) terms a candidate contains: long or short,
+            # a candidate that holds more of what the goal asks about is worth more
+            self.cols = (self.cols > 0).astype(np.float32)
+            idf = self.view.idf[self.q_cols]
+            self.q_vals = (idf / idf.sum()).astype(np.float32) if len(idf) else self.q_vals
         self.head = self.view.head_weights(self.q_cols, p.hop_head_terms) if p.hop_weight > 0 else None
         self.hop: F32 | None = None
         n = self.view.n

@@ -16,7 +16,7 @@ from functools import lru_cache
 import numpy as np
 import numpy.typing as npt
 
-_WORD = re.compile(r"[a-z0-9]+(?:['\-][a-z0-9]+)*")
+_WORD = re.compile(r"[a-z0-9]+")
 
 # Function words carry no topic; a short list is enough because IDF handles the rest.
 STOPWORDS = frozenset(
