@@ -47,6 +47,9 @@ def main() -> int:
     texts = list(dict.fromkeys([q["query"] for q in ranked + aware]))
     vecs = dict(zip(texts, embed_cached(emb, texts), strict=True))
     print(f"embedded {len(texts)} queries in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
+    from bosun.core.abstain import separability
+
+    print(f"separability of the MetaTool surfaces: {separability(index.surface_vectors()):.3f}")
     print(f"MetaTool dev: {len(index)} tools, {len(ranked)} ranking queries, "
           f"{sum(q['kind'] == 'awareness_pos' for q in aware)} awareness_pos, "
           f"{sum(q['kind'] == 'awareness_neg' for q in aware)} awareness_neg\n")

@@ -45,7 +45,7 @@ _EXTRA_STOP = {
 }
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | frozenset(_EXTRA_STOP)
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*(?:'[a-z]+)?")
-_PHRASE_SPLIT = re.compile(r"\s*(?:[;,.:!?()]|\s[-\u2013\u2014]\s|\bor\b|\band\b|\bwhen\b|\bwhere\b)\s*", re.I)
+_PHRASE_SPLIT = re.compile(r"\s*(?:[;,:!?()]|\.\s|\s[-\u2013\u2014]\s)\s*")
 _DOUBLE = re.compile(r"([b-df-hj-km-np-rtv-z])\1$")
 
 
@@ -72,14 +72,28 @@ def stem(word: str) -> str:
     return w
 
 
+# engineering shorthand a prompt uses and a policy spells out (lexical side only; the model knows them)
+ABBREVIATIONS = {
+    "prod": ("production",), "pr": ("pull", "request"), "prs": ("pull", "requests"), "db": ("database",),
+    "dbs": ("databases",), "repo": ("repository",), "repos": ("repositories",), "config": ("configuration",),
+    "env": ("environment",), "envs": ("environments",), "deps": ("dependencies",), "dep": ("dependency",),
+    "auth": ("authentication",), "k8s": ("kubernetes",), "infra": ("infrastructure",), "perf": ("performance",),
+    "creds": ("credentials",), "pwd": ("password",), "ui": ("user", "interface"), "a11y": ("accessibility",),
+    "pii": ("personal", "data"), "iam": ("identity", "access"),
+}
+
+
 def content_words(text: str) -> list[tuple[str, str]]:
-    """(original word, stem) pairs for the words that carry topic."""
+    """(original word, stem) pairs for the words that carry topic (shorthand expanded)."""
     out = []
     for m in _WORD.finditer(text.lower()):
         word = m.group(0).replace("'", "")
         if word in STOP_WORDS or len(word) < 2 or word.isdigit():
             continue
         out.append((word, stem(word)))
+        for full in ABBREVIATIONS.get(word, ()):
+            if full != word and full not in STOP_WORDS:
+                out.append((word, stem(full)))
     return out
 
 
@@ -98,7 +112,7 @@ def surface_phrases(policy: Policy) -> list[str]:
     """The phrases the semantic scorer compares against: whole surface, its parts, the title."""
     phrases = [policy.surface]
     parts = [p.strip() for p in _PHRASE_SPLIT.split(policy.surface) if p and p.strip()]
-    parts = [p for p in parts if len(analyze(p)) >= 1]
+    parts = [p for p in parts if len(analyze(p)) >= 2]  # one-word fragments are poor evidence
     if len(parts) > 1:
         phrases.extend(parts)
     if policy.title and policy.title.lower() != policy.surface.lower():

@@ -315,6 +315,7 @@ class PolicyService:
         notices = list(served.notices)
         if self.error:
             notices.append(f"the last corpus reload failed, serving the previous index: {self.error}")
+            out["degraded"] = True  # routing on a stale corpus: telemetry counts it
         if notices:
             out["notices"] = notices
         out["corpus_size"] = len(served.index)

@@ -116,6 +116,7 @@ async def test_reload_on_file_change_reembeds_only_changed_text(tmp_path: Path, 
         res = await client.call_tool("route", {"prompt": "deploying the service to production"})
         assert not res.is_error
         assert any("reload failed" in n for n in res.structured_content.get("notices", []))  # type: ignore[union-attr]
+        assert res.structured_content.get("degraded") is True  # type: ignore[union-attr]
 
 
 async def test_repeated_prompt_is_served_from_cache(engine: Engine) -> None:

@@ -1,0 +1,140 @@
+"""Route latency and index build/reload times, with same-run baselines. Medians; run by hand.
+
+For each corpus size (15 / 200 / 1000 / 6000 documents, synthesised from the
+MetaTool tool descriptions: the first 199 are real, larger corpora combine two
+descriptions per document so every surface is distinct) it measures:
+
+* build: the first load of the corpus (cold: every surface phrase is embedded)
+  and a full rebuild with embeddings cached (what a daemon restart pays);
+* reload: one file edited, the poller's rebuild (one new embedding + TF-IDF fit);
+* route in-process (PolicyService.route: embed the prompt + score + decide),
+  and over MCP (in-memory client, `route` tool), each on prompts never seen;
+* cached: the same prompt again (served from the result cache);
+* baseline: embedding one query with the same model + a no-op MCP tool call.
+
+    python bench/route_speed.py [--sizes 15,200,1000] [--queries 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from mcp import Client
+from mcp.server import MCPServer
+from route_common import metatool_docs, metatool_queries
+
+from bosun.server.app import create_server
+from bosun.server.config import Config
+from bosun.server.engine import Engine
+from bosun.server.policies import EXTENSION_KEY, PolicyService
+
+
+def synth_corpus(root: Path, n: int) -> None:
+    docs = metatool_docs()
+    root.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        a = docs[i % len(docs)]
+        if i < len(docs):
+            surface, name = a.surface, a.name
+        else:
+            b = docs[(i * 7 + 3) % len(docs)]
+            surface, name = f"{a.surface} Also: {b.surface}", f"{a.name}-{b.name}-{i}"
+        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:100]
+        (root / f"{safe}.md").write_text(f"# {safe}\n\n**Agent-trigger:** {surface}\n")
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+async def bench_size(n: int, queries: list[str], home: Path, work: Path) -> dict[str, float]:
+    corpus = work / f"corpus-{n}"
+    synth_corpus(corpus, n)
+    engine = Engine(Config(home=home, policies=[corpus]))
+    server = create_server(engine)
+    noop = MCPServer("noop")
+
+    @noop.tool()
+    async def ping() -> str:
+        """No-op."""
+        return "ok"
+
+    out: dict[str, float] = {"docs": n}
+    async with Client(server) as client, Client(noop) as noop_client:
+        svc: PolicyService = engine.extensions[EXTENSION_KEY]
+        await engine.embedder()
+        t0 = time.perf_counter()
+        await svc.ready()
+        out["build_first_s"] = time.perf_counter() - t0  # cold unless this home has embedded the corpus before
+        t0 = time.perf_counter()
+        await svc.reload()
+        out["rebuild_cached_s"] = time.perf_counter() - t0
+        victim = sorted(corpus.iterdir())[0]
+        victim.write_text(victim.read_text().replace("**Agent-trigger:** ", f"**Agent-trigger:** edited {time.time()} "))
+        t0 = time.perf_counter()
+        await svc.reload()
+        out["reload_one_edit_s"] = time.perf_counter() - t0
+        emb = await engine.embedder()
+        for q in queries[:5]:  # warm-up
+            await svc.route(q + " warm")
+            await noop_client.call_tool("ping", {})
+        inproc, mcp_t, embed_t, noop_t, cached = [], [], [], [], []
+        for i, q in enumerate(queries):
+            t0 = time.perf_counter()
+            emb.inner.embed([q + f" base {i}"])
+            embed_t.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            await noop_client.call_tool("ping", {})
+            noop_t.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            await svc.route(q + f" in {i}")
+            inproc.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            res = await client.call_tool("route", {"prompt": q + f" mcp {i}"})
+            assert not res.is_error, res.content
+            mcp_t.append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            await svc.route(q + f" in {i}")
+            cached.append(time.perf_counter() - t0)
+        out.update({
+            "embed_one_ms": med(embed_t) * 1000, "noop_mcp_ms": med(noop_t) * 1000,
+            "route_inproc_ms": med(inproc) * 1000, "route_mcp_ms": med(mcp_t) * 1000,
+            "route_cached_ms": med(cached) * 1000,
+        })
+        out["mcp_ratio"] = out["route_mcp_ms"] / (out["embed_one_ms"] + out["noop_mcp_ms"])
+    return out
+
+
+async def main_async(sizes: list[int], nq: int) -> None:
+    qs = [q["query"] for q in metatool_queries() if q["kind"] == "single"][::37][:nq]
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        home = work / "home"  # one home: the SQLite embedding cache carries over between sizes
+        print("| docs | first build s | rebuild (cached) s | reload 1 edit s | embed 1 query ms | no-op MCP ms "
+              "| route in-process ms | route MCP ms | MCP / (embed+no-op) | cached ms |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n in sizes:
+            r = await bench_size(n, qs, home, work)
+            print(f"| {n} | {r['build_first_s']:.2f} | {r['rebuild_cached_s']:.3f} | {r['reload_one_edit_s']:.3f} "
+                  f"| {r['embed_one_ms']:.2f} | {r['noop_mcp_ms']:.2f} | {r['route_inproc_ms']:.2f} "
+                  f"| {r['route_mcp_ms']:.2f} | {r['mcp_ratio']:.2f} | {r['route_cached_ms']:.3f} |", flush=True)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sizes", default="15,200,1000,6000")
+    ap.add_argument("--queries", type=int, default=40)
+    args = ap.parse_args()
+    asyncio.run(main_async([int(s) for s in args.sizes.split(",")], args.queries))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
