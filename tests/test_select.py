@@ -268,3 +268,14 @@ def test_command_renders_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[s
     bad = tmp_path / "bad.json"
     bad.write_text("[1]")
     assert cmd.run(parser.parse_args([str(bad)])) == 2
+
+
+async def test_tool_resolves_policy_names_through_the_policy_index(client: Client) -> None:
+    res = await call(client, goal="who may grant production database access", budget_tokens=100_000,
+                     candidates=[{"policy": "access-control"}, "the cafeteria opens at noon"], include_text=True)
+    assert not res.is_error, res.content[0].text
+    out = res.structured_content
+    pol = next(s for s in out["selected"] if s["id"] == "access-control")
+    assert pol["source"] == "bosun://policy/access-control" and len(pol["text"]) > 100
+    missing = await call(client, goal="x", candidates=[{"policy": "no-such-policy"}], budget_tokens=100)
+    assert missing.is_error and "candidates[0].policy" in missing.content[0].text
