@@ -322,7 +322,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     text = report(hp, wc, tasks, vecs)
     print(text)
     if args.out:
-        args.out.write_text(text + "\n")
+        head = ("# select_context evaluation\n\nCommand: `/work/venv/bin/python bench/select_eval.py --out "
+                "bench/results/select_eval.md` (this file is its output). Budgets in estimated model tokens.\n\n")
+        args.out.write_text(head + text + "\n")
     return 0
 
 

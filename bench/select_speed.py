@@ -12,6 +12,12 @@ Candidates are real HotpotQA passages (their embeddings cached by select_data.py
 
 from __future__ import annotations
 
+import os
+
+# One BLAS thread: on this shared 2-core machine OpenBLAS's threads fight the other
+# processes and a 2,000 x 384 product can take 50 ms instead of 0.1 ms. Set it before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
 import asyncio
 import statistics
 import sys
@@ -117,6 +123,11 @@ async def bench_cold(lines: list[str]) -> None:
 
 
 def main() -> int:
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--out", type=Path, help="also write the table to this markdown file")
+    args = ap.parse_args()
     cases = hotpot_cases()
     texts = [t for c in cases for t in c.candidates]
     goal_text = cases[0].goal
@@ -127,6 +138,14 @@ def main() -> int:
     asyncio.run(bench_tool(goal_text, texts[:200], lines))
     asyncio.run(bench_cold(lines))
     print("\n".join(lines))
+    if args.out:
+        load = os.getloadavg()[0]
+        args.out.write_text(
+            "# select_context speed\n\nCommand: `/work/venv/bin/python bench/select_speed.py --out "
+            "bench/results/select_speed.md` (one BLAS thread, set by the script). Candidates are real "
+            f"HotpotQA passages; medians of {REPS} interleaved runs (tool path: {REPS // 3}); "
+            f"load average {load:.1f} on a shared 2-core machine.\n\n" + "\n".join(lines) + "\n"
+        )
     return 0
 
 

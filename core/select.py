@@ -59,6 +59,10 @@ class Params:
     overlap_threshold: float = 0.6  # similarity to context beyond which hybrid penalises (and "redundant" is said)
     overlap_penalty: float = 4.0
 
+    @property
+    def one_minus_lambda(self) -> float:
+        return 1.0 - self.mmr_lambda
+
     def check(self) -> None:
         if not 0.0 <= self.mmr_lambda <= 1.0:
             raise InvalidInput("mmr_lambda", f"{self.mmr_lambda} is out of range", "a number in [0, 1]")
@@ -179,10 +183,12 @@ class _Run:
         self.tokens = np.asarray(pool.tokens, dtype=np.int64)
         self.rel = cands @ np.asarray(pool.goal, dtype=np.float32)
         self.relpos = np.maximum(self.rel, 0.0)
+        self.lamrel = params.mmr_lambda * self.rel
         self.names = list(pool.labels) + list(pool.context_labels)
         ctx = pool.context
         self.ctx = np.asarray(ctx, dtype=np.float32) if ctx is not None and len(ctx) else None
-        self.maxsim = (cands @ self.ctx.T).max(axis=1) if self.ctx is not None else np.zeros(self.n, np.float32)
+        self.maxsim = (np.maximum((cands @ self.ctx.T).max(axis=1), 0.0) if self.ctx is not None
+                       else np.zeros(self.n, np.float32))  # clipped at 0: only closeness counts
         self.picked: list[int] = []
         self.lex = _Lexical(pool, params) if strategy == "hybrid" else None
         self.code = np.zeros(self.n, dtype=np.int8)
@@ -198,10 +204,9 @@ class _Run:
         if s == "baseline":
             return rel
         if s == "psi0":
-            return (np.maximum(rel, 0.0) if self.lex else self.relpos) * np.clip(1.0 - self.maxsim, 0.0, 1.0)
+            return self.relpos * (1.0 - self.maxsim)
         if s == "mmr":
-            lam = self.p.mmr_lambda
-            return lam * rel - (1.0 - lam) * np.maximum(self.maxsim, 0.0)
+            return self.lamrel - self.p.one_minus_lambda * self.maxsim
         over = np.maximum(self.maxsim - self.p.overlap_threshold, 0.0)
         return rel - self.p.overlap_penalty * over
 
@@ -217,7 +222,8 @@ class _Run:
         scores: list[float] = []
         rels: list[float] = []
         novs: list[float] = []
-        tie = self.strategy != "baseline"  # novelty strategies drop duplicates and break near-ties
+        tie = self.strategy in ("psi0", "hybrid")  # psi-loop's near-tie rule belongs to its scores
+        dedup = self.strategy != "baseline"  # novelty strategies drop near-duplicates
         while True:
             if p.max_items is not None and len(self.picked) >= p.max_items:
                 break
@@ -237,7 +243,7 @@ class _Run:
                     best = int(ties[np.argmax(rel[ties])])
             scores.append(float(masked[best]))
             rels.append(float(rel[best]))
-            novs.append(float(min(1.0, max(0.0, 1.0 - self.maxsim[best]))))
+            novs.append(float(max(0.0, 1.0 - self.maxsim[best])))
             remaining -= int(self.tokens[best])
             avail[best] = False
             self.picked.append(best)
@@ -245,13 +251,13 @@ class _Run:
             np.maximum(self.maxsim, col, out=self.maxsim)
             if self.lex is not None:
                 self.lex.join(best)
-            if tie:
+            if dedup:
                 col[best] = -1.0
                 hits = col >= p.redundancy_threshold
                 if hits.any():
                     dup = avail & hits
                     code[dup], self.red_with[dup], avail[dup] = _REDUNDANT, best, False
-        if tie and rels:
+        if dedup and rels:
             # more relevant than a pick and close to something chosen or given: its lack of
             # novelty is what kept it out, whatever the budget did afterwards
             lost = ((avail | (code == _OVER)) & (self.relevance() > min(rels))
@@ -262,28 +268,35 @@ class _Run:
         over = leftover[self.tokens[leftover] > remaining]
         code[over], self.left_at[over] = _OVER, remaining
         code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
+        near, _ = self._nearest(self.picked, before=True)
         for rank, i in enumerate(self.picked):
             out.selected.append(Pick(i, rels[rank], novs[rank], scores[rank], int(self.tokens[i]),
-                                     self._why(i, rank, rels[rank], novs[rank])))
+                                     self._why(i, rels[rank], novs[rank], int(near[rank]))))
         self._explain(out, explain, remaining)
         if not out.selected:
             out.note = self._empty_note(out)
         return out
 
-    def _nearest(self, i: int, before: int | None = None) -> tuple[int, float]:
-        """The context or selected item most similar to candidate ``i`` (picks before rank ``before``)."""
-        picks = self.picked if before is None else self.picked[:before]
-        best, sim = -1, -2.0
-        if picks:
-            sims = self.cands[picks] @ self.cands[i]
-            j = int(sims.argmax())
-            best, sim = picks[j], float(sims[j])
+    def _nearest(self, idx: Sequence[int], before: bool = False) -> tuple[npt.NDArray[np.int64], F32]:
+        """For each candidate in ``idx``, the most similar context or selected item and the similarity.
+
+        ``before``: ``idx`` are the picks in order, and each is compared with the context
+        and the picks made before it. One matrix product for all of them.
+        """
+        k = len(self.picked)
+        refs = self.cands[self.picked] if k else np.zeros((0, self.cands.shape[1]), np.float32)
         if self.ctx is not None:
-            sims = self.ctx @ self.cands[i]
-            j = int(sims.argmax())
-            if float(sims[j]) > sim:
-                best, sim = self.n + j, float(sims[j])
-        return best, sim
+            refs = np.vstack([refs, self.ctx])
+        if not len(refs) or not len(idx):
+            return np.full(len(idx), -1, dtype=np.int64), np.full(len(idx), -2.0, dtype=np.float32)
+        sims = self.cands[list(idx)] @ refs.T
+        if before:
+            sims[:, :k][np.triu_indices(len(idx), 0, k)] = -np.inf
+        j = sims.argmax(axis=1)
+        best = sims[np.arange(len(idx)), j].astype(np.float32)
+        labels = np.concatenate([np.asarray(self.picked, dtype=np.int64), np.arange(len(refs) - k) + self.n])
+        near = np.where(np.isfinite(best), labels[j], -1)
+        return near, best
 
     def _explain(self, out: Selection, explain: int, remaining: int) -> None:
         rejected = np.flatnonzero(self.code != _NONE)
@@ -297,9 +310,9 @@ class _Run:
         rel = self.relevance()
         top = rejected[np.argsort(-rel[rejected], kind="stable")[:explain]]
         final = self.score(rel)
-        for i in top.tolist():
+        nears, sims = self._nearest(top.tolist())
+        for i, near, sim in zip(top.tolist(), nears.tolist(), sims.tolist(), strict=True):
             c = int(self.code[i])
-            near, sim = self._nearest(i)
             nov = float(min(1.0, max(0.0, 1.0 - sim))) if near >= 0 else 1.0
             other = None
             if c == _IRRELEVANT and self.rel[i] < self.p.min_relevance:
@@ -315,13 +328,12 @@ class _Run:
             out.rejected.append(Rejection(i, float(rel[i]), nov, float(final[i]), int(self.tokens[i]),
                                           _REASONS[c], why, other))
 
-    def _why(self, i: int, rank: int, rel: float, novelty: float) -> str:
+    def _why(self, i: int, rel: float, novelty: float, near: int) -> str:
         parts = [f"relevance {rel:.2f}"]
         if self.lex is not None and self.lex.hop_gain_at.get(i, 0.0) > 0.05:
             src = self.lex.hop_src_at[i]
             parts.append(f"linked to {self.names[src]} ({self.lex.hop_gain_at[i]:.2f})")
         if self.strategy != "baseline":
-            near, _ = self._nearest(i, before=rank)
             parts.append(f"novelty {novelty:.2f}" + (f" (nearest {self.names[near]})" if near >= 0
                                                      else " (nothing in context)"))
         return ", ".join(parts)
@@ -344,7 +356,7 @@ class _Lexical:
         if texts is None or pool.goal_text is None:
             raise InvalidInput("strategy", "hybrid needs the candidate and goal texts", "pass texts in the Pool")
         self.p = p
-        self.view = LexicalView(list(texts))
+        self.view = LexicalView(list(texts), head_terms=p.hop_head_terms)
         self.q_cols, self.q_vals = self.view.query(pool.goal_text)
         self.weights = np.ones(len(self.q_cols), dtype=np.float32)
         # [n, |q|] dense slice of the goal's columns: relevance is one small matmul per step
@@ -355,41 +367,62 @@ class _Lexical:
             self.cols = (self.cols > 0).astype(np.float32)
             idf = self.view.idf[self.q_cols]
             self.q_vals = (idf / idf.sum()).astype(np.float32) if len(idf) else self.q_vals
-        self.head = self.view.head_weights(self.q_cols, p.hop_head_terms) if p.hop_weight > 0 else None
-        self.hop: F32 | None = None
+        self.head = self.view.head_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
         self.hop_from = np.full(n, -1, dtype=np.int64)
         self.hop_gain_at: dict[int, float] = {}  # the link each pick had when it was picked
         self.hop_src_at: dict[int, int] = {}
+        self._present = np.zeros(self.view.v, dtype=np.float32)  # reused term mask
+        self._dense: F32 | None = None
+        self._lex = np.zeros(n, dtype=np.float32)
+        self._rel: F32 | None = None
         for text in pool.context_texts:
-            present = np.zeros(self.view.v, dtype=np.float32)
-            present[self.view.query(text)[0]] = 1.0
-            self._cover(present)
+            self._mark(self.view.query(text)[0])
+            self._cover()
+            self._unmark(self.view.query(text)[0])
+        self._update_lex()
+
+    def _mark(self, cols: npt.NDArray[np.int64]) -> None:
+        self._present[cols] = 1.0
+
+    def _unmark(self, cols: npt.NDArray[np.int64]) -> None:
+        self._present[cols] = 0.0
+
+    def _update_lex(self) -> None:
+        self._lex = (self.p.lexical_weight * (self.cols @ (self.q_vals * self.weights))).astype(np.float32)
 
     def relevance(self, dense: F32) -> F32:
-        w = self.p.lexical_weight
-        lex = self.cols @ (self.q_vals * self.weights)
-        base = (1.0 - w) * dense + w * lex
-        if self.hop is None:
-            return base.astype(np.float32)
-        return (base + self.p.hop_weight * self.hop).astype(np.float32)
+        """Dense and lexical relevance, plus the multi-hop link; changes only when a pick joins."""
+        if self._rel is None:
+            if self._dense is None:
+                self._dense = ((1.0 - self.p.lexical_weight) * dense).astype(np.float32)
+            self._rel = self._dense + self._lex
+            if self.head is not None:
+                self._rel += self.p.hop_weight * self.hop_gain
+        return self._rel
 
     def join(self, i: int) -> None:
         self.hop_gain_at[i] = float(self.hop_gain[i]) * self.p.hop_weight
         self.hop_src_at[i] = int(self.hop_from[i])
-        present = np.zeros(self.view.v, dtype=np.float32)
-        present[self.view.row_terms(i)] = 1.0
-        self._cover(present)
+        terms = self.view.row_terms(i)
+        self._mark(terms)
+        if self._cover():
+            self._update_lex()
         if self.head is not None:
-            link = self.view.links_to(self.head, present, i)
+            link = self.view.links_to(self.head, self._present, i)
             better = link > self.hop_gain
-            self.hop_gain = np.where(better, link, self.hop_gain).astype(np.float32)
-            self.hop_from = np.where(better, i, self.hop_from)
-            self.hop = self.hop_gain
+            self.hop_from[better] = i
+            np.maximum(self.hop_gain, link, out=self.hop_gain)
+        self._unmark(terms)
+        self._rel = None
 
-    def _cover(self, present: npt.NDArray[np.float32]) -> None:
+    def _cover(self) -> bool:
+        """Goal terms the marked text holds lose weight; True if any did."""
         if self.p.coverage <= 0 or not len(self.q_cols):
-            return
-        hit = present[self.q_cols] > 0
+            return False
+        hit = self._present[self.q_cols] > 0
+        if not hit.any():
+            return False
         self.weights[hit] *= 1.0 - self.p.coverage
+        return True

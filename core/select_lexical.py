@@ -77,7 +77,7 @@ class LexicalView:
     Building it is a handful of numpy calls over cached per-text term ids.
     """
 
-    def __init__(self, texts: Sequence[str], head_terms: int = 8) -> None:
+    def __init__(self, texts: Sequence[str], head_terms: int = 3) -> None:
         n = len(texts)
         self.n = n
         enc = [_encoded(t) for t in texts]
@@ -85,14 +85,24 @@ class LexicalView:
         gids = np.concatenate([e[0] for e in enc]) if n else np.zeros(0, np.int64)
         counts = np.concatenate([e[1] for e in enc]) if n else np.zeros(0, np.float32)
         self.rows = np.repeat(np.arange(n, dtype=np.int64), lens)
-        self.gvocab, local = np.unique(gids, return_inverse=True)
-        self.indices = local.astype(np.int64).ravel()
+        vocab = len(_VOCAB)
+        if vocab <= max(1 << 16, 16 * len(gids)):
+            # the process vocabulary is small enough to index directly: no sort needed
+            self.gvocab: npt.NDArray[np.int64] | None = None
+            self.indices = gids
+            self.v = max(1, vocab)
+        else:
+            self.gvocab, local = np.unique(gids, return_inverse=True)
+            self.indices = local.astype(np.int64).ravel()
+            self.v = max(1, len(self.gvocab))
         self.indptr = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
         # each text's first distinct terms: what it is about
-        self.heads = [self.indices[s : s + min(k, head_terms)] for s, k in zip(self.indptr[:-1], lens, strict=True)]
-        self.v = max(1, len(self.gvocab))
-        df = np.bincount(self.indices, minlength=self.v).astype(np.float32)
-        self.idf = (np.log((1.0 + n) / (1.0 + df)) + 1.0).astype(np.float32)
+        hlen = np.minimum(lens, head_terms)
+        self.head_rows = np.repeat(np.arange(n, dtype=np.int64), hlen)
+        offsets = np.arange(len(self.head_rows)) - np.repeat(np.cumsum(hlen) - hlen, hlen)
+        self.head_cols = self.indices[self.indptr[self.head_rows] + offsets]
+        self.df = np.bincount(self.indices, minlength=self.v).astype(np.float32)
+        self.idf = (np.log((1.0 + n) / (1.0 + self.df)) + 1.0).astype(np.float32)
         vals = (1.0 + np.log(np.maximum(counts, 1.0))) * self.idf[self.indices]
         norms = np.sqrt(np.bincount(self.rows, weights=vals * vals, minlength=n))
         norms[norms == 0] = 1.0
@@ -101,10 +111,16 @@ class LexicalView:
     def query(self, text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Columns and L2-normalised TF-IDF weights of an outside text (a goal) in this pool's vocabulary."""
         gids, counts = _encoded(text)
-        if not len(self.gvocab) or not len(gids):
+        if not len(gids) or not self.n:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        pos = np.minimum(np.searchsorted(self.gvocab, gids), len(self.gvocab) - 1)
-        ok = self.gvocab[pos] == gids
+        if self.gvocab is None:
+            inside = gids < self.v
+            gids, counts = gids[inside], counts[inside]
+            ok = self.df[gids] > 0  # only terms the pool holds
+            pos = gids
+        else:
+            pos = np.minimum(np.searchsorted(self.gvocab, gids), len(self.gvocab) - 1)
+            ok = self.gvocab[pos] == gids
         cols = pos[ok].astype(np.int64)
         vals = (1.0 + np.log(np.maximum(counts[ok], 1.0))) * self.idf[cols]
         norm = float(np.sqrt((vals * vals).sum())) or 1.0
@@ -129,10 +145,10 @@ class LexicalView:
         """Column ids of the terms text ``i`` contains."""
         return self.indices[self.indptr[i] : self.indptr[i + 1]]
 
-    def head_weights(self, exclude: npt.NDArray[np.int64], head_terms: int = 3) -> tuple[
+    def head_weights(self, exclude: npt.NDArray[np.int64]) -> tuple[
         npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]
     ]:
-        """(rows, cols, weights): each text's first ``head_terms`` distinct terms minus ``exclude``.
+        """(rows, cols, weights): each text's first distinct terms (``head_terms``) minus ``exclude``.
 
         A document names its subject first (a title, a heading, the first
         sentence). When a selected text mentions that subject, the document is
@@ -142,12 +158,8 @@ class LexicalView:
         """
         skip = np.zeros(self.v, dtype=bool)
         skip[exclude] = True
-        parts = [h[:head_terms] for h in self.heads]
-        lens = np.fromiter((len(h) for h in parts), dtype=np.int64, count=self.n)
-        cols = np.concatenate(parts) if self.n else np.zeros(0, np.int64)
-        rows = np.repeat(np.arange(self.n, dtype=np.int64), lens)
-        keep = ~skip[cols]
-        rows, cols = rows[keep], cols[keep]
+        keep = ~skip[self.head_cols]
+        rows, cols = self.head_rows[keep], self.head_cols[keep]
         w = (self.idf[cols] - 1.0).astype(np.float32)
         total = np.bincount(rows, weights=w, minlength=self.n)
         total[total == 0] = 1.0
