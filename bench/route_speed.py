@@ -83,25 +83,25 @@ async def bench_size(n: int, queries: list[str], home: Path, work: Path) -> dict
         out["reload_one_edit_s"] = time.perf_counter() - t0
         emb = await engine.embedder()
         for q in queries[:5]:  # warm-up
-            await svc.route(q + " warm")
+            await svc.route(f"{q} warm {n}")
             await noop_client.call_tool("ping", {})
         inproc, mcp_t, embed_t, noop_t, cached = [], [], [], [], []
         for i, q in enumerate(queries):
             t0 = time.perf_counter()
-            emb.inner.embed([q + f" base {i}"])
+            emb.inner.embed([f"{q} base {n} {i}"])
             embed_t.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
             await noop_client.call_tool("ping", {})
             noop_t.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            await svc.route(q + f" in {i}")
+            await svc.route(f"{q} in {n} {i}")
             inproc.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            res = await client.call_tool("route", {"prompt": q + f" mcp {i}"})
+            res = await client.call_tool("route", {"prompt": f"{q} mcp {n} {i}"})
             assert not res.is_error, res.content
             mcp_t.append(time.perf_counter() - t0)
             t0 = time.perf_counter()
-            await svc.route(q + f" in {i}")
+            await svc.route(f"{q} in {n} {i}")
             cached.append(time.perf_counter() - t0)
         out.update({
             "embed_one_ms": med(embed_t) * 1000, "noop_mcp_ms": med(noop_t) * 1000,
@@ -116,12 +116,12 @@ async def main_async(sizes: list[int], nq: int) -> None:
     qs = [q["query"] for q in metatool_queries() if q["kind"] == "single"][::37][:nq]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        home = work / "home"  # one home: the SQLite embedding cache carries over between sizes
+        # a fresh home per size: "first build" is cold (every text embedded), "rebuild" is a restart
         print("| docs | first build s | rebuild (cached) s | reload 1 edit s | embed 1 query ms | no-op MCP ms "
               "| route in-process ms | route MCP ms | MCP / (embed+no-op) | cached ms |")
         print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n in sizes:
-            r = await bench_size(n, qs, home, work)
+            r = await bench_size(n, qs, work / f"home-{n}", work)
             print(f"| {n} | {r['build_first_s']:.2f} | {r['rebuild_cached_s']:.3f} | {r['reload_one_edit_s']:.3f} "
                   f"| {r['embed_one_ms']:.2f} | {r['noop_mcp_ms']:.2f} | {r['route_inproc_ms']:.2f} "
                   f"| {r['route_mcp_ms']:.2f} | {r['mcp_ratio']:.2f} | {r['route_cached_ms']:.3f} |", flush=True)

@@ -304,10 +304,16 @@ class PolicyService:
             hit["cached"] = True
             hit["route_ms"] = round((time.perf_counter() - t0) * 1000, 3)
             return hit
-        qvec = (await self.engine.embed([prompt]))[0]
-        result: RouteResult = await anyio.to_thread.run_sync(
-            lambda: route(served.index, prompt, qvec, self.operating_point(), top_k)
-        ) if len(served.index) > 1000 else route(served.index, prompt, qvec, self.operating_point(), top_k)
+        emb = await self.engine.embedder()
+        op = self.operating_point()
+
+        def work() -> RouteResult:
+            # prompts are not persisted to the SQLite embedding cache: a commit per turn costs more
+            # than it saves; the in-memory LRU still serves repeats
+            qvec = emb.embed([prompt])[0]
+            return route(served.index, prompt, qvec, op, top_k)
+
+        result = await anyio.to_thread.run_sync(work)
         out: dict[str, Any] = {
             "hits": [h.as_dict() for h in result.hits],
             "abstained": result.abstained,

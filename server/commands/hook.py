@@ -131,3 +131,14 @@ def run(args: argparse.Namespace) -> int:
     except Exception:
         _record_failure("render", started)
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m bosun.server.commands.hook claude-code``: the same hook without building the whole CLI."""
+    parser = argparse.ArgumentParser(prog="bosun hook")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

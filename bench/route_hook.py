@@ -1,0 +1,82 @@
+"""The Claude Code hook end to end: a fresh process per prompt against a warm daemon. Medians; run by hand.
+
+Starts `bosun serve --port 0` on a temporary BOSUN_HOME (demo corpus), waits
+until it answers, warms it, then times N fresh `bosun hook claude-code`
+processes (distinct prompts, so nothing is served from the result cache),
+beside two same-run baselines: a bare `python -c pass` and the hook's own
+imports without the request.
+
+    python bench/route_hook.py [--n 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+BIN = Path(sys.executable).parent
+
+
+def timed(cmd: list[str], stdin: str, env: dict[str, str]) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=env, check=False)
+    return time.perf_counter() - t0, proc.stdout
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--n", type=int, default=30)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        env = {**os.environ, "BOSUN_HOME": str(home)}
+        daemon = subprocess.Popen([str(BIN / "bosun"), "serve", "--port", "0"], env=env,
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            for _ in range(600):
+                if (home / "daemon.json").exists():
+                    break
+                time.sleep(0.1)
+            url = json.loads((home / "daemon.json").read_text())["url"].replace("/mcp", "/v1/route")
+            req = urllib.request.Request(url, data=b'{"prompt": "warm up the deploy"}', method="POST")
+            for _ in range(600):
+                try:
+                    urllib.request.urlopen(req, timeout=60).read()
+                    break
+                except OSError:
+                    time.sleep(0.2)
+            hook, hook_mod, base, imports = [], [], [], []
+            routed = 0
+            for i in range(args.n):
+                prompt = json.dumps({"hook_event_name": "UserPromptSubmit",
+                                     "prompt": f"roll back the production deploy number {i}"})
+                dt, out = timed([str(BIN / "bosun"), "hook", "claude-code"], prompt, env)
+                hook.append(dt)
+                routed += bool(out.strip())
+                hook_mod.append(timed([sys.executable, "-m", "bosun.server.commands.hook", "claude-code"],
+                                      prompt.replace("number", "item"), env)[0])
+                base.append(timed([sys.executable, "-c", "pass"], "", env)[0])
+                imports.append(timed([sys.executable, "-c", "import bosun.server.cli, urllib.request, json"], "", env)[0])
+        finally:
+            daemon.terminate()
+            daemon.wait(10)
+    p50 = statistics.median
+    print(f"hook end to end (fresh process, warm daemon): p50 {p50(hook) * 1000:.1f} ms, "
+          f"max {max(hook) * 1000:.1f} ms, {routed}/{args.n} produced context")
+    print(f"hook as `python -m bosun.server.commands.hook claude-code`: p50 {p50(hook_mod) * 1000:.1f} ms")
+    print(f"baseline `python -c pass`: p50 {p50(base) * 1000:.1f} ms")
+    print(f"baseline hook imports only: p50 {p50(imports) * 1000:.1f} ms")
+    print(f"hook minus bare interpreter: {(p50(hook) - p50(base)) * 1000:.1f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
