@@ -19,6 +19,7 @@ ItemsArg = list[str | dict[str, Any]]
 
 def register(mcp: MCPServer[Any]) -> None:
     from bosun.server.app import engine_of
+    from bosun.server.offload import slim_tool
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True), structured_output=True)
     @tool_errors
@@ -42,3 +43,5 @@ def register(mcp: MCPServer[Any]) -> None:
         out = await run_selection(engine, goal, candidates, context, budget_tokens, strategy, params,
                                   explain=max(0, show_rejected))
         return to_result(out, show_rejected=show_rejected, include_text=include_text)
+
+    slim_tool(mcp, "select_context")  # no titles / anyOf-null: every agent pays for the listing
