@@ -73,10 +73,16 @@ def run(args: argparse.Namespace) -> int:
         return 2
     try:
         text = sys.stdin.read() if args.input == "-" else Path(args.input).read_text(encoding="utf-8")
-        rows = parse_labelled(text.splitlines(), known={p.name for p in scan.policies})
+        rows = parse_labelled(text.splitlines())
     except (OSError, BosunError) as exc:
         print(f"labelled: {exc}", file=sys.stderr)
         return 2
+    names = {p.name for p in scan.policies}
+    unknown = sorted({n for r in rows for n in (*r.expected, *r.sibling) if n not in names})
+    if unknown:  # e.g. a label naming a superseded document: it counts as a miss, loudly
+        print(f"warning: labels name documents not routable in this corpus: {', '.join(unknown)}"
+              + (f" (skipped as inactive: {', '.join(scan.skipped_inactive)})" if scan.skipped_inactive else ""),
+              file=sys.stderr)
 
     home = Path(args.home or os.environ.get("BOSUN_HOME") or "~/.bosun").expanduser()
     emb = CachingEmbedder(load_embedder(home))
