@@ -265,6 +265,11 @@ def test_command_renders_a_table(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert cmd.run(args) == 0
     text = capsys.readouterr().out
     assert "strategy: hybrid" in text and "relev" in text and "c1" in text
+    assert cmd.run(parser.parse_args([str(path), "--home", str(tmp_path / "home"), "--compare"])) == 0
+    text = capsys.readouterr().out
+    assert "strategy: psi0" in text and "strategy: baseline" in text and "comparison (hybrid vs psi0, baseline)" in text
+    assert cmd.run(parser.parse_args([str(path), "--home", str(tmp_path / "home"), "--json"])) == 0
+    assert json.loads(capsys.readouterr().out)["strategy"] == "hybrid"
     bad = tmp_path / "bad.json"
     bad.write_text("[1]")
     assert cmd.run(parser.parse_args([str(bad)])) == 2

@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mmr-lambda", type=float, default=0.7)
     parser.add_argument("--rejected", type=int, default=5, help="how many rejected items to show")
     parser.add_argument("--json", action="store_true", help="print the tool's JSON result instead of a table")
+    parser.add_argument("--compare", action="store_true",
+                        help="also run psi0 and baseline on the same input and show what each chose differently")
     parser.add_argument("--home", help="state directory (default $BOSUN_HOME or ~/.bosun)")
 
 
@@ -91,23 +93,50 @@ def run(args: argparse.Namespace) -> int:
     if args.home:
         config.home = Path(args.home).expanduser()
 
-    async def go() -> dict[str, Any]:
+    strategies = [strategy] + ([s for s in ("psi0", "baseline") if s != strategy] if args.compare else [])
+
+    async def go() -> list[dict[str, Any]]:
         engine = Engine(config)
         await engine.open()
         try:
-            out = await run_selection(engine, req.get("goal"), req.get("candidates"), req.get("context"), budget,
-                                      strategy, Params(mmr_lambda=args.mmr_lambda), explain=args.rejected)
-            return to_result(out, show_rejected=args.rejected)
+            results = []
+            for name in strategies:  # the embeddings are cached after the first run
+                out = await run_selection(engine, req.get("goal"), req.get("candidates"), req.get("context"), budget,
+                                          name, Params(mmr_lambda=args.mmr_lambda), explain=args.rejected)
+                results.append(to_result(out, show_rejected=args.rejected))
+            return results
         finally:
             await engine.close()
 
     try:
-        result = asyncio.run(go())
+        results = asyncio.run(go())
     except BosunError as exc:
         print(f"bosun select: {exc}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps(result, indent=2))
-    else:
+        print(json.dumps(results[0] if len(results) == 1 else {r["strategy"]: r for r in results}, indent=2))
+        return 0
+    for i, result in enumerate(results):
+        if i:
+            sys.stdout.write("\n")
         sys.stdout.write(render_table(result, str(req.get("goal"))))
+    if len(results) > 1:
+        sys.stdout.write("\n" + render_comparison(results))
     return 0
+
+
+def render_comparison(results: list[dict[str, Any]]) -> str:
+    """psi-loop's task forensics: what the first strategy chose that the others did not, and back."""
+    first = results[0]
+    mine = [s["id"] for s in first["selected"]]
+    lines = [f"comparison ({first['strategy']} vs " + ", ".join(r["strategy"] for r in results[1:]) + "):"]
+    for other in results[1:]:
+        theirs = [s["id"] for s in other["selected"]]
+        only_mine = [x for x in mine if x not in theirs]
+        only_theirs = [x for x in theirs if x not in mine]
+        if not only_mine and not only_theirs:
+            lines.append(f"  {other['strategy']}: same selection" + (" (same order)" if mine == theirs else ""))
+            continue
+        lines.append(f"  only {first['strategy']}: {', '.join(only_mine) or '-'};  only {other['strategy']}: "
+                     f"{', '.join(only_theirs) or '-'}")
+    return "\n".join(lines) + "\n"
