@@ -41,7 +41,6 @@ def _stem(word: str) -> str:
     return word
 
 
-@lru_cache(maxsize=65_536)
 def terms(text: str) -> tuple[str, ...]:
     """Content terms of ``text``: lower-cased, stop words dropped, lightly stemmed."""
     return tuple(_stem(w) for w in _WORD.findall(text.lower()) if w not in STOPWORDS and len(w) > 1)
@@ -51,22 +50,39 @@ _VOCAB: dict[str, int] = {}  # process-wide term ids, so a text is encoded once
 _MAX_VOCAB = 2_000_000
 
 
-def _encoded(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-    """Distinct term ids of ``text`` in first-occurrence order, and their counts (cached)."""
-    if len(_VOCAB) > _MAX_VOCAB:  # a daemon that has seen millions of words: start over
+def _reset_if_huge() -> None:
+    """A daemon that has seen millions of distinct words starts its term ids over.
+
+    Called only when a view starts, so the ids inside one view are consistent.
+    """
+    if len(_VOCAB) > _MAX_VOCAB:
         _VOCAB.clear()
         _encoded_cached.cache_clear()
-    return _encoded_cached(text)
 
 
-@lru_cache(maxsize=65_536)
+_CACHE_CHARS = 50_000  # longer texts are encoded each time rather than pinned in the cache
+
+
+def _encoded(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    """Distinct term ids of ``text`` in first-occurrence order, and their counts (read-only arrays)."""
+    return _encoded_cached(text) if len(text) <= _CACHE_CHARS else _encode(text)
+
+
+@lru_cache(maxsize=32_768)
 def _encoded_cached(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+    return _encode(text)
+
+
+def _encode(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     ids = np.fromiter((_VOCAB.setdefault(t, len(_VOCAB)) for t in terms(text)), dtype=np.int64)
     if not len(ids):
         return ids, np.zeros(0, dtype=np.float32)
     uniq, first, counts = np.unique(ids, return_index=True, return_counts=True)
     order = np.argsort(first, kind="stable")
-    return uniq[order], counts[order].astype(np.float32)
+    out_ids, out_counts = uniq[order], counts[order].astype(np.float32)
+    out_ids.flags.writeable = False
+    out_counts.flags.writeable = False
+    return out_ids, out_counts
 
 
 class LexicalView:
@@ -78,6 +94,7 @@ class LexicalView:
     """
 
     def __init__(self, texts: Sequence[str], head_terms: int = 3) -> None:
+        _reset_if_huge()
         n = len(texts)
         self.n = n
         enc = [_encoded(t) for t in texts]
