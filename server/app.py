@@ -84,6 +84,8 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
     mcp.middleware.append(_reject_unknown_tools(mcp))
     for module in TOOL_MODULES:
         module.register(mcp)
+    if engine.config.tools:
+        keep_only_tools(mcp, engine.config.tools)
 
     @mcp.custom_route("/healthz", methods=["GET"])
     async def healthz(_: Request) -> JSONResponse:
@@ -92,6 +94,16 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
 
     mcp.bosun_engine = engine  # type: ignore[attr-defined]
     return mcp
+
+
+def keep_only_tools(mcp: MCPServer[Any], wanted: list[str]) -> None:
+    """Serve only the named tools (``BOSUN_TOOLS``): every listed tool costs context tokens."""
+    known = {t.name for t in mcp._tool_manager.list_tools()}
+    unknown = sorted(set(wanted) - known)
+    if unknown:
+        raise ValueError(f"BOSUN_TOOLS names unknown tools {unknown}; known: {', '.join(sorted(known))}")
+    for name in sorted(known - set(wanted)):
+        mcp.remove_tool(name)
 
 
 def _reject_unknown_tools(mcp: MCPServer[Engine]) -> Any:

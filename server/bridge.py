@@ -99,9 +99,11 @@ def _spawn(home: Path, extra_args: list[str]) -> dict[str, Any]:
     port = os.environ.get("BOSUN_PORT", "").strip() or "0"
     cmd = [sys.executable, "-m", "bosun", "serve", "--home", str(home), "--port", port, *extra_args]
     log_path = home / LOG_FILE
+    # the daemon is shared by every harness: one host's tool filter must not narrow it for all
+    env = {k: v for k, v in os.environ.items() if k != "BOSUN_TOOLS"}
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, env=env
         )
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -129,6 +131,8 @@ class Relay:
         self.protocol_version: str | None = None
         self.init_messages: list[dict[str, Any]] = []  # replayed if the daemon restarts
         self.generation = 0
+        self.tool_filter = {t.strip() for t in os.environ.get("BOSUN_TOOLS", "").split(",") if t.strip()}
+        self.list_ids: set[Any] = set()  # ids of in-flight tools/list requests (filtered per host)
         self._use(daemon)
 
     def _use(self, daemon: dict[str, Any]) -> None:
@@ -245,7 +249,23 @@ class Relay:
             err = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": code, "message": message}}
             self._write(json.dumps(err).encode())
 
+    def _filter_tools(self, payload: bytes) -> bytes:
+        """Apply this host's BOSUN_TOOLS to a tools/list answer (the daemon serves everyone)."""
+        try:
+            msg = json.loads(payload)
+        except ValueError:
+            return payload
+        if not isinstance(msg, dict) or msg.get("id") not in self.list_ids:
+            return payload
+        result = msg.get("result")
+        if isinstance(result, dict) and isinstance(result.get("tools"), list):
+            result["tools"] = [t for t in result["tools"] if isinstance(t, dict) and t.get("name") in self.tool_filter]
+            return json.dumps(msg, separators=(",", ":")).encode()
+        return payload
+
     def _write(self, payload: bytes) -> None:
+        if self.tool_filter and self.list_ids and b'"tools"' in payload:
+            payload = self._filter_tools(payload)
         line = payload.replace(b"\n", b" ").strip() + b"\n"
         with self.out_lock:
             self.out.write(line)
@@ -255,6 +275,8 @@ class Relay:
     def handle(self, msg: dict[str, Any] | list[Any]) -> None:
         """Forward one message; on a lost daemon or session, restart and replay, then retry once."""
         is_init = isinstance(msg, dict) and msg.get("method") in ("initialize", "notifications/initialized")
+        if self.tool_filter and isinstance(msg, dict) and msg.get("method") == "tools/list":
+            self.list_ids.add(msg.get("id"))
         if is_init and isinstance(msg, dict):
             self.init_messages.append(msg)
         generation = self.generation

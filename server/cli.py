@@ -57,7 +57,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config.policies = [Path(p).expanduser() for p in args.policies]
     try:
         anyio.run(lambda: serve(config, http=not args.no_http, stdio=args.stdio))
-    except ServeError as exc:
+    except (ServeError, ValueError) as exc:
         print(f"bosun serve: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

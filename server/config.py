@@ -44,6 +44,9 @@ class Config:
     host: str = field(default_factory=lambda: os.environ.get("BOSUN_HOST", DEFAULT_HOST))
     port: int = field(default_factory=lambda: _env_int("BOSUN_PORT", DEFAULT_PORT))
     token: str | None = field(default_factory=lambda: os.environ.get("BOSUN_TOKEN") or None)
+    tools: list[str] = field(
+        default_factory=lambda: [t.strip() for t in os.environ.get("BOSUN_TOOLS", "").split(",") if t.strip()]
+    )
     policies: list[Path] = field(
         default_factory=lambda: [
             Path(p).expanduser() for p in os.environ.get("BOSUN_POLICIES", "").split(":") if p.strip()

@@ -179,3 +179,26 @@ async def test_one_process_serves_stdio_and_http_from_one_state(tmp_path: Path) 
             assert not tail.is_error and "1 failed" in tail.content[0].text
         body = wait_ready(daemon["url"])
         assert body["model"]["loads"] == 1
+
+
+async def test_bosun_tools_narrows_one_hosts_tool_list_not_the_shared_daemon(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    narrow = StdioServerParameters(command=BOSUN[0], args=[*BOSUN[1:], "stdio"],
+                                   env=env_for(home, BOSUN_TOOLS="recall,plan"))
+    wide = StdioServerParameters(command=BOSUN[0], args=[*BOSUN[1:], "stdio"], env=env_for(home))
+    try:
+        async with Client(narrow) as client:
+            assert {t.name for t in (await client.list_tools()).tools} == {"recall", "plan"}
+        async with Client(wide) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            assert {"recall", "plan", "observe", "precheck"} <= names
+    finally:
+        for pid in serve_pids(home):
+            stop(pid)
+
+
+def test_bosun_tools_on_the_daemon_rejects_unknown_names(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    res = subprocess.run([*BOSUN, "serve", "--port", "0", "--home", str(home)],
+                         env=env_for(home, BOSUN_TOOLS="recall,nonsense"), capture_output=True, timeout=60)
+    assert res.returncode == 2 and b"nonsense" in res.stderr
