@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from bosun.core.errors import InvalidInput
-from bosun.core.select_lexical import LexicalView
+from bosun.core.select_lexical import view_of
 
 Strategy = Literal["hybrid", "psi0", "mmr", "baseline"]
 STRATEGIES: tuple[str, ...] = ("hybrid", "psi0", "mmr", "baseline")
@@ -218,6 +218,7 @@ class _Run:
         if self.strategy != "baseline":
             code[(code == _NONE) & (self.maxsim >= p.redundancy_threshold)] = _REDUNDANT
         avail = code == _NONE
+        dead = np.where(avail, 0.0, -np.inf).astype(np.float32)  # -inf for anything no longer available
         remaining = self.budget
         scores: list[float] = []
         rels: list[float] = []
@@ -228,12 +229,13 @@ class _Run:
             if p.max_items is not None and len(self.picked) >= p.max_items:
                 break
             rel = self.relevance()
-            masked = np.where(avail, self.score(rel), -np.inf)
+            masked = self.score(rel) + dead
             while True:  # the best that fits; a better one that does not fit is over budget
                 best = int(masked.argmax())
                 if masked[best] == -np.inf or self.tokens[best] <= remaining:
                     break
                 code[best], self.left_at[best], avail[best], masked[best] = _OVER, remaining, False, -np.inf
+                dead[best] = -np.inf
             if masked[best] == -np.inf:
                 break
             if tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
@@ -246,6 +248,7 @@ class _Run:
             novs.append(float(max(0.0, 1.0 - self.maxsim[best])))
             remaining -= int(self.tokens[best])
             avail[best] = False
+            dead[best] = -np.inf
             self.picked.append(best)
             col = self.cands @ self.cands[best]  # one column per pick: no n x n matrix
             np.maximum(self.maxsim, col, out=self.maxsim)
@@ -256,7 +259,7 @@ class _Run:
                 hits = col >= p.redundancy_threshold
                 if hits.any():
                     dup = avail & hits
-                    code[dup], self.red_with[dup], avail[dup] = _REDUNDANT, best, False
+                    code[dup], self.red_with[dup], avail[dup], dead[dup] = _REDUNDANT, best, False, -np.inf
         if dedup and rels:
             # more relevant than a pick and close to something chosen or given: its lack of
             # novelty is what kept it out, whatever the budget did afterwards
@@ -299,12 +302,11 @@ class _Run:
         return near, best
 
     def _explain(self, out: Selection, explain: int, remaining: int) -> None:
-        rejected = np.flatnonzero(self.code != _NONE)
-        rejected = rejected[~np.isin(rejected, self.picked)]
+        rejected = np.flatnonzero(self.code != _NONE)  # picks keep code _NONE
+        counts = np.bincount(self.code[rejected], minlength=4)
         for c, name in _REASONS.items():
-            count = int((self.code[rejected] == c).sum())
-            if count:
-                out.rejected_counts[name] = count
+            if counts[c]:
+                out.rejected_counts[name] = int(counts[c])
         if explain <= 0 or not len(rejected):
             return
         rel = self.relevance()
@@ -356,7 +358,7 @@ class _Lexical:
         if texts is None or pool.goal_text is None:
             raise InvalidInput("strategy", "hybrid needs the candidate and goal texts", "pass texts in the Pool")
         self.p = p
-        self.view = LexicalView(list(texts), head_terms=p.hop_head_terms)
+        self.view = view_of(texts, head_terms=p.hop_head_terms)
         self.q_cols, self.q_vals = self.view.query(pool.goal_text)
         self.weights = np.ones(len(self.q_cols), dtype=np.float32)
         # [n, |q|] dense slice of the goal's columns: relevance is one small matmul per step

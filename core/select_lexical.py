@@ -10,6 +10,7 @@ candidates does not re-tokenise them.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from functools import lru_cache
 
@@ -48,6 +49,7 @@ def terms(text: str) -> tuple[str, ...]:
 
 _VOCAB: dict[str, int] = {}  # process-wide term ids, so a text is encoded once
 _MAX_VOCAB = 2_000_000
+_EPOCH = [0]  # bumped when the vocabulary starts over
 
 
 def _reset_if_huge() -> None:
@@ -58,6 +60,8 @@ def _reset_if_huge() -> None:
     if len(_VOCAB) > _MAX_VOCAB:
         _VOCAB.clear()
         _encoded_cached.cache_clear()
+        _VIEWS.clear()
+        _EPOCH[0] += 1
 
 
 _CACHE_CHARS = 50_000  # longer texts are encoded each time rather than pinned in the cache
@@ -85,6 +89,35 @@ def _encode(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     return out_ids, out_counts
 
 
+_VIEWS: OrderedDict[tuple[tuple[str, ...], int], LexicalView] = OrderedDict()
+_VIEW_SLOTS = 4
+_VIEW_MAX_ENTRIES = 500_000  # bigger pools are rebuilt each time rather than held
+
+
+def view_of(texts: Sequence[str], head_terms: int = 3) -> LexicalView:
+    """The lexical view of ``texts``, reused when the same pool is selected from again.
+
+    An agent re-selecting over the same candidates (a new goal, a new budget) pays for
+    the view once, as it pays for the embeddings once.
+    """
+    key = (tuple(texts), head_terms)
+    view = _VIEWS.get(key)
+    if view is not None and not _stale(view):
+        _VIEWS.move_to_end(key)
+        return view
+    view = LexicalView(texts, head_terms)
+    if len(view.indices) <= _VIEW_MAX_ENTRIES:
+        _VIEWS[key] = view
+        while len(_VIEWS) > _VIEW_SLOTS:
+            _VIEWS.popitem(last=False)
+    return view
+
+
+def _stale(view: LexicalView) -> bool:
+    """A vocabulary reset invalidates every view built before it."""
+    return view.epoch != _EPOCH[0]
+
+
 class LexicalView:
     """TF-IDF vectors (sublinear tf, smoothed idf, L2 rows) of a pool of texts, as CSR arrays.
 
@@ -95,6 +128,7 @@ class LexicalView:
 
     def __init__(self, texts: Sequence[str], head_terms: int = 3) -> None:
         _reset_if_huge()
+        self.epoch = _EPOCH[0]
         n = len(texts)
         self.n = n
         enc = [_encoded(t) for t in texts]

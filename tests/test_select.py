@@ -284,3 +284,16 @@ async def test_tool_resolves_policy_names_through_the_policy_index(client: Clien
     assert pol["source"] == "bosun://policy/access-control" and len(pol["text"]) > 100
     missing = await call(client, goal="x", candidates=[{"policy": "no-such-policy"}], budget_tokens=100)
     assert missing.is_error and "candidates[0].policy" in missing.content[0].text
+
+
+def test_lexical_view_is_reused_for_the_same_pool_and_gives_the_same_answer() -> None:
+    from bosun.core import select_lexical
+
+    select_lexical._VIEWS.clear()
+    pool = make_pool(GOAL, [*CANDS, "retry budgets cap how often clients retry"])
+    first = select(pool, 1000, "hybrid")
+    assert len(select_lexical._VIEWS) == 1
+    view = next(iter(select_lexical._VIEWS.values()))
+    again = select(pool, 1000, "hybrid")
+    assert next(iter(select_lexical._VIEWS.values())) is view
+    assert again.indices == first.indices and [p.score for p in again.selected] == [p.score for p in first.selected]
