@@ -27,6 +27,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import Example, expertqa, wice
 from audit_features import EmbedCache, features
+from audit_train import fit_arrays
 
 from bosun.core.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES, audit
 from bosun.core.audit_config import AuditConfig
@@ -106,13 +107,10 @@ def bm25_only(data: list[Example]) -> list[tuple[int, float]] | None:
     return [tuple(json.loads(line)) for line in out.stdout.splitlines()]  # type: ignore[misc]
 
 
-def fit_predict(xtr: np.ndarray, ytr: np.ndarray, xte: np.ndarray) -> np.ndarray:
-    from sklearn.linear_model import LogisticRegression
-
-    mean, scale = xtr.mean(0), xtr.std(0)
-    scale[scale == 0] = 1
-    lr = LogisticRegression(C=0.5, class_weight="balanced", max_iter=2000).fit((xtr - mean) / scale, ytr)
-    return lr.predict_proba((xte - mean) / scale)[:, 1]
+def fit_predict(xtr: np.ndarray, ytr: np.ndarray, xte: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """The same model family as bench/audit_train.py (sign-constrained logistic regression)."""
+    mean, scale, coef, intercept = fit_arrays(xtr, ytr, names)
+    return 1 / (1 + np.exp(-(((xte - mean) / scale) @ coef + intercept)))
 
 
 def oof(rows: list[dict[str, float]], y: np.ndarray, groups: list[str], names: tuple[str, ...]) -> np.ndarray:
@@ -121,7 +119,7 @@ def oof(rows: list[dict[str, float]], y: np.ndarray, groups: list[str], names: t
     x = np.array([[r[n] for n in names] for r in rows])
     pred = np.zeros(len(y))
     for tr, te in GroupKFold(n_splits=5).split(x, y, groups):
-        pred[te] = fit_predict(x[tr], y[tr], x[te])
+        pred[te] = fit_predict(x[tr], y[tr], x[te], names)
     return pred
 
 
@@ -195,7 +193,7 @@ def main() -> None:
     for train_ds, test_ds in (("wice", "expertqa"), ("expertqa", "wice")):
         tr = np.array([d == train_ds for d in dss])
         te = ~tr
-        p = fit_predict(x[tr], y_arr[tr], x[te])
+        p = fit_predict(x[tr], y_arr[tr], x[te], names)
         s = [int(pp >= 0.5 and mm == 0) for pp, mm in zip(p, np.array(mism)[te], strict=True)]
         m = metrics(list(y_arr[te]), s)
         lines.append(f"- train {train_ds} -> test {test_ds}: bal_acc {m['bal_acc']:.3f}, P {m['prec_ns']:.3f} R {m['rec_ns']:.3f}")

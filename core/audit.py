@@ -45,7 +45,7 @@ PAIR_GAIN = 0.15  # a second sentence must add this much coverage to be cited
 CONTRADICTED_CAP = 0.05
 EMBED_CHARS = 1000  # a contradicted claim's confidence never exceeds this
 
-LEXICAL_FEATURES = ("cov1", "cov2", "cov_chunk", "cov_all", "bigram", "log_len", "num_missing", "mismatch")
+LEXICAL_FEATURES = ("cov1", "cov2", "cov_chunk", "cov_all", "bigram", "num_missing", "mismatch")
 SEMANTIC_FEATURES = (*LEXICAL_FEATURES, "sem_max", "sem_lex")
 
 

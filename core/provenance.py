@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from email.utils import parsedate_to_datetime
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -78,7 +79,11 @@ def parse_source_url(url: Any) -> tuple[ParsedURL | None, str | None]:
         return None, "missing_source_url"
     if not isinstance(url, str):
         return None, "malformed_source_url"
-    text = url.strip()
+    return _parse_url_text(url.strip())
+
+
+@lru_cache(maxsize=8192)
+def _parse_url_text(text: str) -> tuple[ParsedURL | None, str | None]:
     if any(ch.isspace() for ch in text):
         return None, "malformed_source_url"
     if "://" not in text:

@@ -72,13 +72,14 @@ async def test_filter_sources_tool(client: Client) -> None:
 
 
 @pytest.mark.model
-async def test_semantic_real_model_paraphrase(real_client: Client) -> None:
+async def test_semantic_real_model_sees_paraphrase(real_client: Client) -> None:
+    """The warm model scores a paraphrase that shares almost no words as close; the lexical path does not."""
     chunks = [{"content": "Acetylsalicylic acid reduces a high body temperature by blocking cyclooxygenase.",
-               "source_url": "https://who.int/x"}]
+               "source_url": "https://who.int/x"},
+              {"content": "The museum opened to the public in 1937.", "source_url": "https://who.int/y"}]
     res = await call(real_client, "audit", {"response": "Aspirin lowers fever by inhibiting COX enzymes.",
                                             "chunks": chunks, "config": {"matcher": "semantic"}})
-    lex = await call(real_client, "audit", {"response": "Aspirin lowers fever by inhibiting COX enzymes.",
-                                            "chunks": chunks})
     assert not res.is_error, res.content
-    sem_conf = res.structured_content["claims"][0]["confidence"]
-    assert sem_conf > lex.structured_content["claims"][0]["confidence"]
+    claim = res.structured_content["claims"][0]
+    assert claim["features"]["sem_max"] > 0.4 > claim["features"]["cov1"]
+    assert res.structured_content["matcher_model"]
