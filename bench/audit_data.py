@@ -4,8 +4,11 @@ Each example is (group, claim, chunks, label) in dokis's chunk shape. Label mapp
 - WiCE: supported -> 1, not_supported -> 0, partially_supported -> "partial" (reported separately,
   and as 0 in the strict mapping). Chunks: the cited page's sentences, 8 per chunk, no URL.
 - ExpertQA: Complete -> 1, Missing / Incomplete -> 0, Partial -> "partial", N/A -> "na".
-  Chunks: every passage cited anywhere in the same answer (question + system), with its URL, so a
-  claim with a Missing citation is checked against the answer's other evidence.
+  Chunks: every non-empty passage cited anywhere in the same answer (question + system), with its
+  URL, so a claim with a Missing citation is checked against the answer's other evidence.
+  316 dev claims cite evidence whose text is empty in the data (219 of them labelled Complete):
+  their label cannot be checked from text, so they are marked ``judgeable=False``, left out of
+  training, and reported separately.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ class Example:
     claim: str
     chunks: list[dict[str, Any]]
     label: int | str  # 1 supported, 0 not supported, or "partial" / "na"
+    judgeable: bool = True  # False: the label rests on evidence whose text the data does not contain
 
 
 def wice(per_chunk: int = 8) -> list[Example]:
@@ -64,7 +68,7 @@ def expertqa() -> list[Example]:
         seen: set[str] = set()
         for r in members:
             for ev in r["evidence"]:
-                if ev["text"] in seen:
+                if not ev["text"].strip() or ev["text"] in seen:
                     continue
                 seen.add(ev["text"])
                 chunks.append({"content": ev["text"], "source_url": ev["url"], "id": f"e{len(chunks)}"})
@@ -79,5 +83,6 @@ def expertqa() -> list[Example]:
                 label = "partial"
             else:
                 label = "na"
-            out.append(Example("expertqa", f"{question}|{system}", r["claim"], chunks, label))
+            empty = bool(r["evidence"]) and all(not ev["text"].strip() for ev in r["evidence"])
+            out.append(Example("expertqa", f"{question}|{system}", r["claim"], chunks, label, not empty))
     return out

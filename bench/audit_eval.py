@@ -3,7 +3,8 @@
     /work/venv/bin/python bench/audit_eval.py [--semantic]
 
 Label mapping (see audit_data.py): main = supported (WiCE supported, ExpertQA Complete) vs
-not supported (WiCE not_supported, ExpertQA Missing/Incomplete); strict = partial counted as not
+not supported (WiCE not_supported, ExpertQA Missing/Incomplete), leaving out ExpertQA claims whose
+cited evidence has no text in the data (also reported with them); strict = partial counted as not
 supported. Positive class for precision/recall is "not supported" (what an audit must catch).
 bosun's prediction is end-to-end: the response is the claim, the chunks as in audit_data.py, the
 default config; "supported" iff every extracted claim is supported. Also reported: grouped 5-fold
@@ -132,12 +133,13 @@ def main() -> None:
     all_rows: dict[str, Any] = {}
     for ds_name, loader in (("wice", wice), ("expertqa", expertqa)):
         data = loader()
-        res: dict[str, list[Any]] = {"y": [], "bosun": [], "conf": [], "bm25": [], "kind": [], "label": []}
+        res: dict[str, list[Any]] = {"y": [], "bosun": [], "conf": [], "bm25": [], "kind": [], "label": [], "judge": []}
         feats, groups = [], []
         dokis_out = bm25_only(data) or [(-1, 0.0)] * len(data)
         for ex, (b, _bconf) in zip(data, dokis_out, strict=True):
             sup, conf, kind = bosun_predict(ex, cfg, emb)
             res["label"].append(ex.label)
+            res["judge"].append(ex.judgeable)
             res["bosun"].append(sup)
             res["conf"].append(conf)
             res["bm25"].append(b)
@@ -148,8 +150,11 @@ def main() -> None:
             emb.save()
         all_rows[ds_name] = (data, res, feats, groups)
         lines.append(f"### {ds_name}")
-        for mapping in ("main", "strict"):
-            idx = [i for i, lab in enumerate(res["label"]) if lab in (0, 1) or (mapping == "strict" and lab == "partial")]
+        mappings = ["main", "strict"] + (["main, incl. empty-evidence rows"] if not all(res["judge"]) else [])
+        for mapping in mappings:
+            idx = [i for i, lab in enumerate(res["label"])
+                   if (lab in (0, 1) or (mapping == "strict" and lab == "partial"))
+                   and (res["judge"][i] or mapping.startswith("main, incl"))]
             y = [1 if res["label"][i] == 1 else 0 for i in idx]
             mb = metrics(y, [res["bosun"][i] for i in idx])
             mm = metrics(y, [res["bm25"][i] for i in idx])
@@ -164,7 +169,7 @@ def main() -> None:
                 lines.append(f"- label {lab} (n={len(idx)}): bosun calls {share:.2f} of them supported")
         kinds = {k: res["kind"].count(k) for k in ("supported", "unsupported", "contradicted", "no_claim")}
         lines.append(f"- bosun verdicts: {kinds}")
-        idx = [i for i, lab in enumerate(res["label"]) if lab in (0, 1)]
+        idx = [i for i, lab in enumerate(res["label"]) if lab in (0, 1) and res["judge"][i]]
         y = [res["label"][i] for i in idx]
         conf = [res["conf"][i] for i in idx]
         lines.append(f"- reliability (main mapping; bin: n, mean confidence, share supported), ECE {ece(y, conf):.3f}:")
@@ -176,7 +181,7 @@ def main() -> None:
     rows, ys, gs, dss, mism = [], [], [], [], []
     for ds_name, (data, _res, feats, groups) in all_rows.items():
         for ex, f, g in zip(data, feats, groups, strict=True):
-            if ex.label in (0, 1):
+            if ex.label in (0, 1) and ex.judgeable:
                 rows.append(f)
                 ys.append(ex.label)
                 gs.append(g)

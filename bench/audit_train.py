@@ -6,7 +6,8 @@ Two logistic regressions (balanced class weights, standardised features, L2, coe
 constrained so the confidence is monotone in the evidence; fitted with scipy's L-BFGS-B):
 ``bm25`` over lexical + consistency features and ``semantic`` adding two embedding similarities.
 Training rows: WiCE supported vs not_supported and ExpertQA Complete vs Missing/Incomplete (see
-audit_data.py); partial and N/A labels are left out. Deterministic: same data -> same file.
+audit_data.py); partial and N/A labels, and ExpertQA claims whose cited evidence has no text, are
+left out. Deterministic: same data -> same file.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def matrix(rows: list[dict[str, float]], names: tuple[str, ...]) -> np.ndarray:
 def main() -> None:
     lexical_only = "--lexical-only" in sys.argv  # quick iteration: keeps the file's semantic section
     emb = None if lexical_only else EmbedCache()
-    data = [e for e in wice() + expertqa() if e.label in (0, 1)]
+    data = [e for e in wice() + expertqa() if e.label in (0, 1) and e.judgeable]
     if emb is not None:  # embed every text once up front, in slices, so memory stays flat
         from bosun.core.audit import build_index, embed_text
 

@@ -317,7 +317,7 @@ def match_claim(
     chunk_cov = 0.0
     for info in index.chunks:
         chunk_cov = max(chunk_cov, cov({t for t in toks if t in info.tokset}))
-    cov_all = cov({t for t in toks if t in index.all_tokens})
+    cov_all = _cov_top_chunks(toks, index, cov)
     ev_tokens = [t for sid in evidence for t in index.sentences[sid].tokens]
     bigrams = list(itertools.pairwise(toks))
     ev_bigrams = set(itertools.pairwise(ev_tokens))
@@ -336,6 +336,24 @@ def match_claim(
     }
     nearest = best
     return ClaimMatch(features, evidence, nearest, cov1, mismatches)
+
+
+TOP_CHUNKS = 3  # "cov_all" is the coverage by the best few chunks, so a huge chunk set does not cover everything
+
+
+def _cov_top_chunks(toks: list[str], index: SentenceIndex, cov: Any) -> float:
+    """Greedy union coverage of the claim by at most TOP_CHUNKS chunks."""
+    covered: set[str] = set()
+    for _ in range(TOP_CHUNKS):
+        best: set[str] = set()
+        for info in index.chunks:
+            gain = {t for t in toks if t in info.tokset} - covered
+            if cov(gain) > cov(best):
+                best = gain
+        if not best:
+            break
+        covered |= best
+    return float(cov(covered))
 
 
 def _mismatches(
