@@ -362,11 +362,10 @@ class _Lexical:
         self.q_cols, self.q_vals = self.view.query(pool.goal_text)
         self.weights = np.ones(len(self.q_cols), dtype=np.float32)
         # [n, |q|] dense slice of the goal's columns: relevance is one small matmul per step
-        self.cols = self.view.columns(self.q_cols)
+        self.cols = self.view.columns(self.q_cols, binary=p.lexical == "recall")
         if p.lexical == "recall":
             # the share of the goal's (IDF-weighted) terms a candidate contains: long or short,
             # a candidate that holds more of what the goal asks about is worth more
-            self.cols = (self.cols > 0).astype(np.float32)
             idf = self.view.idf[self.q_cols]
             self.q_vals = (idf / idf.sum()).astype(np.float32) if len(idf) else self.q_vals
         self.head = self.view.head_weights(self.q_cols) if p.hop_weight > 0 else None

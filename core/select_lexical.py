@@ -154,10 +154,19 @@ class LexicalView:
         self.head_cols = self.indices[self.indptr[self.head_rows] + offsets]
         self.df = np.bincount(self.indices, minlength=self.v).astype(np.float32)
         self.idf = (np.log((1.0 + n) / (1.0 + self.df)) + 1.0).astype(np.float32)
-        vals = (1.0 + np.log(np.maximum(counts, 1.0))) * self.idf[self.indices]
-        norms = np.sqrt(np.bincount(self.rows, weights=vals * vals, minlength=n))
-        norms[norms == 0] = 1.0
-        self.data = (vals / norms[self.rows]).astype(np.float32)
+        self._counts = counts
+        self._data: npt.NDArray[np.float32] | None = None
+
+    @property
+    def data(self) -> npt.NDArray[np.float32]:
+        """TF-IDF weights of the entries, L2-normalised per text (built on first use: the
+        default "recall" signal needs only which terms each text holds)."""
+        if self._data is None:
+            vals = (1.0 + np.log(np.maximum(self._counts, 1.0))) * self.idf[self.indices]
+            norms = np.sqrt(np.bincount(self.rows, weights=vals * vals, minlength=self.n))
+            norms[norms == 0] = 1.0
+            self._data = (vals / norms[self.rows]).astype(np.float32)
+        return self._data
 
     def query(self, text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Columns and L2-normalised TF-IDF weights of an outside text (a goal) in this pool's vocabulary."""
@@ -177,14 +186,14 @@ class LexicalView:
         norm = float(np.sqrt((vals * vals).sum())) or 1.0
         return cols, (vals / norm).astype(np.float32)
 
-    def columns(self, cols: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
-        """Dense [n, len(cols)] slice of the TF-IDF matrix."""
+    def columns(self, cols: npt.NDArray[np.int64], binary: bool = False) -> npt.NDArray[np.float32]:
+        """Dense [n, len(cols)] slice of the TF-IDF matrix (``binary``: 1 where the term occurs)."""
         where = np.full(self.v, -1, dtype=np.int64)
         where[cols] = np.arange(len(cols))
         hit = where[self.indices]
-        keep = hit >= 0
+        keep = np.flatnonzero(hit >= 0)
         out = np.zeros((self.n, len(cols)), dtype=np.float32)
-        out[self.rows[keep], hit[keep]] = self.data[keep]
+        out[self.rows[keep], hit[keep]] = 1.0 if binary else self.data[keep]
         return out
 
     def similarity_to(self, text: str) -> npt.NDArray[np.float32]:
