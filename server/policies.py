@@ -199,6 +199,7 @@ class PolicyService:
         try:
             await self.reload()
         except Exception as exc:  # reported on every route call; the daemon keeps serving
+            self.error = str(exc)
             log.error("policy corpus failed to load: %s", exc)
 
     async def aclose(self) -> None:
@@ -212,7 +213,9 @@ class PolicyService:
 
     async def _poll(self) -> None:
         while True:
-            await asyncio.sleep(self.poll_seconds)
+            # stat-ing every file costs ~10 us each: past 1,000 files poll less often so a large corpus
+            # does not keep a core busy on a shared machine
+            await asyncio.sleep(self.poll_seconds * max(1.0, len(self.stamps) / 1000))
             try:
                 if self._first is not None and not self._first.done():
                     continue
@@ -283,10 +286,8 @@ class PolicyService:
         if self._first is not None and not self._first.done():
             await asyncio.shield(self._first)
         if self.served is None:
-            if self._first is None:
-                await self.reload()
-            if self.served is None:
-                raise CorpusError(self.error or "the policy corpus is not loaded")
+            # never loaded: try again, so the caller sees the real reason (model failed, duplicate names)
+            return await self.reload()
         return self.served
 
     # -- queries ------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ import time
 from typing import Any
 
 ENV = "BOSUN_TELEMETRY_PATH"
-FAILURE_CLASSES = ("input", "corpus_load", "route", "daemon", "timeout", "render")
+FAILURE_CLASSES = ("input", "corpus_load", "model", "route", "daemon", "timeout", "render")
 _lock = threading.Lock()
 
 

@@ -138,3 +138,20 @@ async def test_missing_corpus_directory_warns_and_serves(tmp_path: Path) -> None
         assert res.structured_content["hits"] == []  # type: ignore[index]
         listing = json.loads((await client.read_resource("bosun://policies")).contents[0].text)  # type: ignore[union-attr]
         assert any("nope does not exist" in w for w in listing["warnings"])
+
+
+async def test_model_failure_is_a_named_error_and_a_telemetry_failure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events = tmp_path / "events.jsonl"
+    monkeypatch.setenv("BOSUN_TELEMETRY_PATH", str(events))
+
+    def broken(_c: Config) -> HashEmbedder:
+        raise RuntimeError("weights missing")
+
+    engine = Engine(Config(home=tmp_path / "h", policies=[]), embedder_factory=broken)
+    async with Client(create_server(engine)) as client:
+        res = await client.call_tool("route", {"prompt": "deploy to production"})
+        assert res.is_error and "weights missing" in res.content[0].text  # type: ignore[union-attr]
+    last = json.loads(events.read_text().splitlines()[-1])
+    assert (last["outcome"], last["failure_class"]) == ("failed", "model")

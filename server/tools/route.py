@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse
 
 from bosun.core.errors import BosunError, InvalidInput
 from bosun.server import telemetry
+from bosun.server.engine import ModelUnavailable
 from bosun.server.errors import tool_errors
 from bosun.server.policies import EXTENSION_KEY, CorpusError, PolicyService, service_of
 
@@ -41,7 +42,8 @@ async def routed(svc: PolicyService, prompt: Any, top_k: int | None, arrived: fl
     try:
         out = await svc.route(prompt, top_k)
     except BosunError as exc:
-        cls = "input" if isinstance(exc, InvalidInput) else "corpus_load" if isinstance(exc, CorpusError) else "route"
+        cls = ("input" if isinstance(exc, InvalidInput) else "corpus_load" if isinstance(exc, CorpusError)
+               else "model" if isinstance(exc, ModelUnavailable) else "route")
         telemetry.record_failure(cls, via=via, delivered_ms=(time.perf_counter() - arrived) * 1000)
         raise
     except Exception:
