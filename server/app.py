@@ -27,9 +27,11 @@ from bosun.server.tools import TOOL_MODULES
 log = logging.getLogger("bosun.server")
 
 INSTRUCTIONS = (
-    "bosun governs this agent's context. Route a prompt to the policies that bear on it (route, get_policy); "
-    "carry the sealed task manifest (plan) and pass its seal back; check actions before running them "
-    "(precheck); report large tool outputs with observe and fetch only the part you need with recall."
+    "bosun governs this agent's context. route(prompt) names the policies that bear on a prompt; read one "
+    "whole with get_policy. plan(mode=start) gives a sealed manifest: carry it and pass its SEAL back. "
+    "precheck an action before running it. observe big tool outputs: you get a stub, and recall fetches "
+    "only the part you need. select_context packs candidate snippets into a token budget without "
+    "redundancy; audit checks an answer's claims against its sources."
 )
 
 INVALID_PARAMS = -32602
