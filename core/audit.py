@@ -314,10 +314,12 @@ def match_claim(
         evidence = list(pair)
     else:
         cov2 = max(cov1, cov2) if pair is None else cov2
-    chunk_cov = 0.0
-    for info in index.chunks:
-        chunk_cov = max(chunk_cov, cov({t for t in toks if t in info.tokset}))
-    cov_all = _cov_top_chunks(toks, index, cov)
+    chunk_hits: dict[int, set[str]] = {}
+    for t in toks:
+        for sid in index.postings.get(t, ()):
+            chunk_hits.setdefault(index.sentences[sid].chunk, set()).add(t)
+    chunk_cov = max((cov(h) for h in chunk_hits.values()), default=0.0)
+    cov_all = _cov_top_chunks(chunk_hits, cov)
     ev_tokens = [t for sid in evidence for t in index.sentences[sid].tokens]
     bigrams = list(itertools.pairwise(toks))
     ev_bigrams = set(itertools.pairwise(ev_tokens))
@@ -341,13 +343,13 @@ def match_claim(
 TOP_CHUNKS = 3  # "cov_all" is the coverage by the best few chunks, so a huge chunk set does not cover everything
 
 
-def _cov_top_chunks(toks: list[str], index: SentenceIndex, cov: Any) -> float:
-    """Greedy union coverage of the claim by at most TOP_CHUNKS chunks."""
+def _cov_top_chunks(chunk_hits: dict[int, set[str]], cov: Any) -> float:
+    """Greedy union coverage of the claim by at most TOP_CHUNKS chunks (ties: lowest chunk first)."""
     covered: set[str] = set()
     for _ in range(TOP_CHUNKS):
         best: set[str] = set()
-        for info in index.chunks:
-            gain = {t for t in toks if t in info.tokset} - covered
+        for ci in sorted(chunk_hits):
+            gain = chunk_hits[ci] - covered
             if cov(gain) > cov(best):
                 best = gain
         if not best:
