@@ -101,9 +101,28 @@ class RunResult:
         return (b - self.bosun_carried - self.schema_carried) / b if b else 0.0
 
 
+def _values(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _values(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _values(v)]
+    return [str(value)]
+
+
+def used_text(call: dict[str, Any]) -> str:
+    """What a call's arguments could have taken from earlier outputs: the shell command, or for an
+    API call the argument VALUES (parameter names come from the tool's schema, not from outputs)."""
+    args = call.get("args") or {}
+    if isinstance(args, dict) and "command" in args:
+        return str(args["command"])
+    return "\n".join(_values(args))
+
+
 def command_of(call: dict[str, Any]) -> str:
     args = call.get("args") or {}
-    return str(args.get("command", "")) if isinstance(args, dict) else str(args)
+    if isinstance(args, dict) and "command" in args:
+        return str(args["command"])
+    return json.dumps(args, ensure_ascii=False) if isinstance(args, dict | list) else str(args)
 
 
 def line_keys(text: str) -> dict[str, int]:
@@ -185,7 +204,7 @@ async def replay_run(
     typed_names: set[str] = set()
     compaction_mode = get_mode("balanced")
     for j, call in enumerate(calls):
-        cmd = command_of(call)
+        cmd = used_text(call)
         # 1) what command j uses from earlier outputs, and whether the prompt still shows it
         if j:
             wanted: list[tuple[Need, list[int]]] = []
@@ -235,7 +254,7 @@ async def replay_run(
                     if budget <= 0:
                         break
                 if len(res.samples) < 3:
-                    res.samples.append({"command": command_of(calls[max(pending)])[:90], "next": cmd[:90],
+                    res.samples.append({"command": command_of(calls[max(pending)])[:90], "next": command_of(call)[:90],
                                         "kind": detect_kind(outputs[max(pending)]),
                                         "needs": [(nd.kind, nd.text[:60], nd.where) for nds in pending.values()
                                                   for nd in nds][:4]})
@@ -399,12 +418,13 @@ async def measure_schema(home: Path) -> int:
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=0, help="replay only the first N runs")
+    ap.add_argument("--data", default=str(DATA), help="trajectory file (default: miniswe-dev; also tau-airline)")
     ap.add_argument("--mode", default="cache_ttl", choices=sorted(MODES))
     ap.add_argument("--out", default="", help="write the markdown report here")
     ap.add_argument("--compact-every", type=int, default=8,
                     help="the harness runs checkpoint(mode=compact, balanced) every N steps (0: never)")
     args = ap.parse_args()
-    with gzip.open(DATA, "rt") as fh:
+    with gzip.open(args.data, "rt") as fh:
         runs = [json.loads(line) for line in fh]
     if args.runs:
         runs = runs[: args.runs]
@@ -433,7 +453,7 @@ async def main() -> None:
     table = payload_table(runs, args.mode)
 
     lines = [
-        f"# Offload replay: {len(results)} miniswe-dev runs, mode {args.mode}",
+        f"# Offload replay: {len(results)} {Path(args.data).name.split('.')[0]} runs, mode {args.mode}",
         "",
         f"Command: `python bench/offload_replay.py{' --runs ' + str(args.runs) if args.runs else ''} --mode {args.mode} "
         f"--compact-every {args.compact_every}` "

@@ -127,6 +127,7 @@ def plan_compaction(
     events = list(events)
     items, snapshot = items_from_events(events)
     live = [i for i in items if not i.dropped and i.carried > digest_cost]
+    small = {i.ref for i in live if i.carried < mode.min_evict_tokens} if plan_mode != "clear" else set()
     last_activity = max((ev.created_at for ev in events), default=now)
     cache_alive = (now - last_activity) <= mode.ttl_s
     cold_cut = live[-mode.cold_after].seq if len(live) > mode.cold_after else 0
@@ -142,7 +143,7 @@ def plan_compaction(
         return working or not cache_alive  # ttl
 
     protected = {i.ref for i in live[len(live) - mode.keep_recent :]} if plan_mode != "clear" and mode.keep_recent else set()
-    chosen = [i for i in live if eligible(i) and i.ref not in protected]
+    chosen = [i for i in live if eligible(i) and i.ref not in protected and i.ref not in small]
     scope = "everything rehydratable" if plan_mode == "clear" else {
         "all": "everything rehydratable", "working": "working zone (since the last snapshot)",
         "cold": "working zone and cold history", "ttl": "everything (prompt cache expired)" if not cache_alive

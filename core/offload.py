@@ -48,6 +48,7 @@ class PruneMode:
     ttl_s: float = 300.0
     cold_after: int = 8  # results older than this many newer results are "cold"
     keep_recent: int = 4  # compaction never moves the newest results (the agent is working with them)
+    min_evict_tokens: int = 60  # smaller items stay: their digest line would cost a quarter of them or more
 
     def outline_budget(self, tokens: int) -> int:
         return int(min(self.outline_max, max(self.outline_min, tokens * self.outline_share)))

@@ -405,9 +405,40 @@ def _shape(value: Any, depth: int = 0) -> str:
     return type(value).__name__
 
 
+_ID_KEY = re.compile(r"(?i)(?:^|_)(?:id|ids|number|code|key|name|status|type)$")
+
+
+def _identifiers(value: Any, out: dict[str, list[str]], depth: int = 0) -> None:
+    """Values of identifier-like keys (``*_id``, ``*_number``, ``name``, ``status`` ...), in document order.
+
+    An API agent acts on these next (book flight HAT136, cancel reservation OBUT9V), so the
+    stub carries them and the agent rarely needs a recall for them.
+    """
+    if depth > 4:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, str | int) and not isinstance(v, bool) and _ID_KEY.search(str(k)):
+                vals = out.setdefault(str(k), [])
+                sv = str(v)[:60]
+                if sv not in vals:
+                    vals.append(sv)
+            elif isinstance(v, dict | list):
+                _identifiers(v, out, depth + 1)
+    elif isinstance(value, list):
+        for item in value[:500]:
+            _identifiers(item, out, depth + 1)
+
+
 def _json(text: str) -> Outline:
     value = _json_or_none(text)
-    out = [_clip(_shape(value), 1200)]
+    out = [_clip(_shape(value), 400)]
+    ids: dict[str, list[str]] = {}
+    _identifiers(value, ids)
+    # identifiers right after the shape: under a tight budget they matter more than the key list
+    for key, vals in sorted(ids.items(), key=lambda kv: (-len(kv[1]) if kv[0].endswith(("id", "number")) else 0)):
+        shown = ", ".join(vals[:40]) + (f", … (+{len(vals) - 40})" if len(vals) > 40 else "")
+        out.append(f"{key}: {shown}")
     if isinstance(value, dict):
         out.append("keys: " + ", ".join(list(value)[:40]))
     return Outline("json", out, [{"op": "jsonl", "path": "<field.path>"}], {"type": type(value).__name__})

@@ -218,7 +218,7 @@ def _grep(
     hits = found[:max_matches]
     shown: list[str] = []
     if context == 0:
-        shown = [f"{no}:{_clip_line(_line(text, start))}\n" for start, no, _ in hits]
+        shown = [f"{no}:{_around(text, start, m, rx)}\n" for start, no, m in hits]
     else:
         all_lines = text.splitlines()
         last = -1
@@ -242,6 +242,35 @@ def _grep(
     res = QueryResult(body, len(data), total_lines, len(hits), bool(notes), "; ".join(notes) or None)
     res.extra = {"matches": len(found), "shown": len(hits), "complete": complete}
     return res
+
+
+LONG_LINE = 400  # a longer matching line (minified JSON, a log blob) is shown around the match only
+AROUND = 160
+
+
+def _around(text: str, start: int, m: Any, rx: Any) -> str:
+    """The matching line, or for a long line windows around its first matches with their offsets."""
+    line = _line(text, start)
+    if len(line) <= LONG_LINE:
+        return line
+    spans: list[list[int]] = []
+    try:
+        for mm in rx.finditer(line, timeout=0.05):
+            lo, hi = max(0, mm.start() - AROUND), min(len(line), mm.end() + AROUND)
+            if spans and lo <= spans[-1][1]:
+                spans[-1][1] = hi
+            else:
+                if len(spans) >= 5:
+                    break
+                spans.append([lo, hi])
+    except TimeoutError:
+        pass
+    if not spans:  # the match spans a line break (e.g. \s+): show around where it starts
+        lo = max(0, m.start() - start - AROUND)
+        spans = [[lo, min(len(line), lo + 2 * AROUND)]]
+    parts = [f"{'…' if lo else ''}{line[lo:hi]}{'…' if hi < len(line) else ''}" for lo, hi in spans]
+    where = ", ".join(f"{lo}-{hi}" for lo, hi in spans)
+    return " ".join(parts) + f" [chars {where} of {len(line)}]"
 
 
 def _clip_line(line: str, n: int = 2_000) -> str:

@@ -30,7 +30,7 @@ from bosun.core.offload import (
     stub_tokens,
     worth_it,
 )
-from bosun.core.outline import build_outline
+from bosun.core.outline import build_outline, detect_kind
 from bosun.core.redact import Redactor, redact_value
 from bosun.core.tokens import estimate_tokens
 from bosun.server.tasks import TaskService, check_text, tasks_of
@@ -177,7 +177,11 @@ class OffloadService:
         facts: dict[str, Any] = {}
         total_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         if choice.offload or failed:
-            ol = build_outline(text, budget=pm.outline_budget(tokens), command=command)
+            kind = detect_kind(text, command)
+            budget = pm.outline_budget(tokens)
+            if kind in ("json", "jsonl"):  # room for the identifiers an API agent acts on next
+                budget = max(budget, min(120, tokens // 4))
+            ol = build_outline(text, budget=budget, command=command, kind=kind)
             outline_kind, facts = ol.kind, ol.facts
         ref = await self.engine.refs.put(data, MEDIA_TEXT)  # committed before the event that points at it
         digest = ref.rsplit(":", 1)[1]

@@ -212,3 +212,13 @@ def test_compaction_plans_are_reversible_and_scoped() -> None:
     assert all(r.startswith("mem://sha256:") for r in d["drop"]) and "nothing was deleted" in d["restore"]
     with pytest.raises(InvalidInput, match="mode"):
         plan_compaction(events, ttl, "delete", now=0.0)
+
+
+def test_json_outline_carries_identifiers_and_grep_windows_long_lines() -> None:
+    doc = json.dumps([{"flight_number": f"HAT{i:03d}", "origin": "ATL", "prices": {"economy": 100 + i}}
+                      for i in range(100)])
+    ol = build_outline(doc, 200)
+    assert ol.kind == "json" and "flight_number: HAT000, HAT001" in ol.text
+    res = run_query(doc.encode(), "grep", pattern="HAT042|HAT090")
+    assert '"HAT042"' in res.text and '"HAT090"' in res.text and "of 7400]" in res.text
+    assert estimate_tokens(res.text) < estimate_tokens(doc) / 3
