@@ -298,3 +298,12 @@ async def test_structured_result_is_stored_as_json(client: Client, engine: Engin
     hit = _sc(await client.call_tool("recall", {"ref": out["ref"], "op": "jsonl", "path": "items",
                                                 "where": {"status": "failed"}, "fields": ["id"], "max_matches": 3}))
     assert hit["text"].splitlines() == ['{"id":0}', '{"id":7}', '{"id":14}'] and hit["matches"] == 43
+
+
+async def test_small_test_run_sets_tests_passed(client: Client, engine: Engine) -> None:
+    tid = await _start(client)
+    out = _sc(await _observe(client, tid, "tests/test_a.py ...\n============ 3 passed in 0.12s ============\n"))
+    assert out["offloaded"] is False
+    assert (await engine.extensions["tasks"].get(tid)).flags["tests_passed"] is True
+    await _observe(client, tid, "FAILED tests/test_a.py::test_b - assert 1 == 2\n===== 1 failed, 2 passed in 0.1s =====\n")
+    assert (await engine.extensions["tasks"].get(tid)).flags["tests_passed"] is False
