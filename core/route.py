@@ -204,6 +204,13 @@ class Rows:
         vecs = np.vstack([vectors[t] for t in text]).astype(np.float32) if text else np.zeros((0, dim), np.float32)
         return cls(vecs, text, np.asarray(owner, np.int64), np.asarray(docs, np.int64), np.asarray(starts, np.int64))
 
+    def best_of(self, row_scores: npt.NDArray[np.float32], n_docs: int) -> npt.NDArray[np.float32]:
+        """Per doc: the best of its rows' scores (0 for docs without rows)."""
+        best = np.zeros(n_docs, np.float32)
+        if row_scores.shape[0]:
+            best[self.docs] = np.maximum.reduceat(row_scores, self.starts)
+        return best
+
     def best(self, qvec: npt.NDArray[np.float32], n_docs: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
         """Per doc: the best row cosine (0 for docs without rows) and that row's index (-1)."""
         best = np.zeros(n_docs, np.float32)
@@ -240,6 +247,9 @@ class PolicyIndex:
     phrases: Rows  # surface phrases; each doc's first row is its whole surface
     chunks: Rows  # body paragraphs and list items
     model_id: str
+    # TF-IDF over single body chunks: ranks by the best-matching paragraph, whatever the body's length
+    chunk_vectorizer: TfidfVectorizer | None = None
+    chunk_matrix: Any = None
     by_name: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -262,7 +272,9 @@ def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.fl
     chunks = Rows.build(chunk_groups, vectors, dim)
     vectorizer, matrix = _fit_tfidf([lexical_text(p) for p in pols])
     body_vectorizer, body_matrix = _fit_tfidf([" ".join(g) for g in chunk_groups])
-    return PolicyIndex(pols, vectorizer, matrix, body_vectorizer, body_matrix, phrases, chunks, model_id)
+    chunk_vectorizer, chunk_matrix = _fit_tfidf(chunks.text)
+    return PolicyIndex(pols, vectorizer, matrix, body_vectorizer, body_matrix, phrases, chunks, model_id,
+                       chunk_vectorizer, chunk_matrix)
 
 
 @dataclass
@@ -271,7 +283,7 @@ class Scores:
 
     lexical: npt.NDArray[np.float32]  # surface TF-IDF cosine in [0, 1]
     semantic: npt.NDArray[np.float32]  # surface cosine: mean of whole-surface and best-phrase cosines
-    body_lexical: npt.NDArray[np.float32]
+    body_lexical: npt.NDArray[np.float32]  # whole-body TF-IDF cosine (a decision feature)
     body_semantic: npt.NDArray[np.float32]  # best body chunk cosine
     nearest_phrase: npt.NDArray[np.int64]  # phrase row of each doc's best phrase
     nearest_chunk: npt.NDArray[np.int64]
@@ -338,6 +350,9 @@ def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     none = np.full(n, -1, np.int64)
     lex = lexical_scores(index, prompt) if use_lexical else zeros
     blex = _tfidf_scores(index.body_vectorizer, index.body_matrix, prompt, n) if use_lexical else zeros
+    clex = index.chunks.best_of(
+        _tfidf_scores(index.chunk_vectorizer, index.chunk_matrix, prompt, len(index.chunks.text)), n
+    ) if use_lexical else zeros
     semantic = qvec is not None and use_semantic
     if semantic:
         assert qvec is not None
@@ -351,7 +366,7 @@ def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     floors: list[float] = []
     weights: list[float] = []
     if use_lexical:
-        lists += [lex, blex]
+        lists += [lex, clex]
         floors += [0.0, 0.0]  # a document sharing no content word gets no lexical vote
         weights += [lexical_weight, lexical_weight * body_weight]
     if semantic:
