@@ -34,7 +34,7 @@ C = 0.5
 # from learning dataset artefacts (e.g. "long claims are supported", or a negative weight on
 # similarity) that would not hold on other data.
 SIGN = {"cov1": 1, "cov2": 1, "cov_chunk": 1, "cov_all": 1, "bigram": 1, "sem_max": 1, "sem_lex": 1,
-        "num_missing": -1, "mismatch": -1}
+        "num_missing": -1, "miss_frac": -1, "mismatch": -1}
 
 
 def fit_arrays(x: np.ndarray, y: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:

@@ -45,7 +45,7 @@ PAIR_GAIN = 0.15  # a second sentence must add this much coverage to be cited
 CONTRADICTED_CAP = 0.05
 EMBED_CHARS = 1000  # a contradicted claim's confidence never exceeds this
 
-LEXICAL_FEATURES = ("cov1", "cov2", "cov_chunk", "cov_all", "bigram", "num_missing", "mismatch")
+LEXICAL_FEATURES = ("cov1", "cov2", "cov_chunk", "cov_all", "bigram", "num_missing", "miss_frac", "mismatch")
 SEMANTIC_FEATURES = (*LEXICAL_FEATURES, "sem_max", "sem_lex")
 
 
@@ -319,7 +319,8 @@ def match_claim(
         for sid in index.postings.get(t, ()):
             chunk_hits.setdefault(index.sentences[sid].chunk, set()).add(t)
     chunk_cov = max((cov(h) for h in chunk_hits.values()), default=0.0)
-    cov_all = _cov_top_chunks(chunk_hits, cov)
+    top_covered = _cov_top_chunks(chunk_hits, cov)
+    cov_all = cov(top_covered)
     ev_tokens = [t for sid in evidence for t in index.sentences[sid].tokens]
     bigrams = list(itertools.pairwise(toks))
     ev_bigrams = set(itertools.pairwise(ev_tokens))
@@ -332,7 +333,9 @@ def match_claim(
         mismatches = _mismatches(claim_text, evidence, index, contents, scores, total, ranked)
     features = {
         "cov1": cov1, "cov2": cov2, "cov_chunk": chunk_cov, "cov_all": cov_all, "bigram": bigram,
-        "log_len": math.log(1 + len(toks)), "num_missing": num_missing, "mismatch": 1.0 if mismatches else 0.0,
+        "log_len": math.log(1 + len(toks)), "num_missing": num_missing,
+        "miss_frac": sum(1 for t in toks if t not in top_covered) / max(1, len(toks)),
+        "mismatch": 1.0 if mismatches else 0.0,
         "sem_max": float(sem.max()) if sem is not None and sem.size else 0.0,
         "sem_lex": float(sem[ranked[0]]) if sem is not None and ranked else 0.0,
     }
@@ -343,8 +346,8 @@ def match_claim(
 TOP_CHUNKS = 3  # "cov_all" is the coverage by the best few chunks, so a huge chunk set does not cover everything
 
 
-def _cov_top_chunks(chunk_hits: dict[int, set[str]], cov: Any) -> float:
-    """Greedy union coverage of the claim by at most TOP_CHUNKS chunks (ties: lowest chunk first)."""
+def _cov_top_chunks(chunk_hits: dict[int, set[str]], cov: Any) -> set[str]:
+    """Claim tokens covered by the best TOP_CHUNKS chunks, chosen greedily (ties: lowest chunk first)."""
     covered: set[str] = set()
     for _ in range(TOP_CHUNKS):
         best: set[str] = set()
@@ -355,7 +358,7 @@ def _cov_top_chunks(chunk_hits: dict[int, set[str]], cov: Any) -> float:
         if not best:
             break
         covered |= best
-    return float(cov(covered))
+    return covered
 
 
 def _mismatches(

@@ -227,6 +227,13 @@ def _months(text: str) -> frozenset[int]:
     return frozenset(found)
 
 
+_WEEKDAY_RE = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b", re.I)
+
+
+def _weekdays(text: str) -> set[str]:
+    return {m.group(1).lower() for m in _WEEKDAY_RE.finditer(text)}
+
+
 def _date_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     out: list[Mismatch] = []
     c_years, e_years, x_years = _years(claim), _years(evidence), _years(context)
@@ -234,6 +241,9 @@ def _date_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     if missing and e_years - c_years:
         out.append(Mismatch("date", str(missing[0]), ", ".join(str(y) for y in sorted(e_years - c_years)),
                             "the evidence dates this differently"))
+    c_d, e_d, x_d = _weekdays(claim), _weekdays(evidence), _weekdays(context)
+    if c_d and not (c_d & x_d) and e_d and not out:
+        out.append(Mismatch("date", sorted(c_d)[0], sorted(e_d)[0], "the evidence gives a different day"))
     c_m, e_m, x_m = _months(claim), _months(evidence), _months(context)
     if c_m and not (c_m & x_m) and e_m and not out:
         out.append(Mismatch("date", _MONTH_NAMES[min(c_m) - 1], _MONTH_NAMES[min(e_m) - 1],
