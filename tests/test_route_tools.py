@@ -155,3 +155,15 @@ async def test_model_failure_is_a_named_error_and_a_telemetry_failure(
         assert res.is_error and "weights missing" in res.content[0].text  # type: ignore[union-attr]
     last = json.loads(events.read_text().splitlines()[-1])
     assert (last["outcome"], last["failure_class"]) == ("failed", "model")
+
+
+async def test_divergence_notice_comes_back_from_the_tool(tmp_path: Path) -> None:
+    corpus = tmp_path / "tiny"
+    corpus.mkdir()
+    (corpus / "deploy.md").write_text(DEPLOY)
+    engine = Engine(Config(home=tmp_path / "h", policies=[corpus]), embedder_factory=lambda _c: HashEmbedder(64))
+    async with Client(create_server(engine)) as client:
+        out = (await client.call_tool("route", {"prompt": "deploy to production"})).structured_content
+        assert out is not None
+        notice = " ".join(out["notices"])
+        assert "far from its calibration" in notice and "1 documents" in notice and "hash-bow-64" in notice
