@@ -52,15 +52,15 @@ def render(result: dict[str, Any], limit: int = MAX_CONTEXT_BYTES) -> str:
     """The context paragraph the agent reads: names and evidence, never rule text; '' when nothing applies."""
     hits = result.get("hits") or []
     notices = result.get("notices") or []
-    if not hits and not notices:
+    if not hits:
+        # an abstention adds nothing to the turn: a notice repeated on every quiet prompt is noise
+        # that gets ignored (the route tool and telemetry still carry it)
         return ""
-    lines: list[str] = []
-    if hits:
-        lines.append("bosun: governance policies that may apply to this prompt (read one with the get_policy tool "
-                     "before acting; dismiss it if the evidence does not fit):")
-        for hit in hits:
-            why = "; ".join(str(w) for w in hit.get("why") or [])
-            lines.append(f"- {hit.get('name')}" + (f" ({why})" if why else ""))
+    lines = ["bosun: governance policies that may apply to this prompt (read one with the get_policy tool "
+             "before acting; dismiss it if the evidence does not fit):"]
+    for hit in hits:
+        why = "; ".join(str(w) for w in hit.get("why") or [])
+        lines.append(f"- {hit.get('name')}" + (f" ({why})" if why else ""))
     for notice in notices:
         lines.append(f"! {notice}")
     return _clip("\n".join(lines), limit)
