@@ -202,10 +202,11 @@ def _number_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
 
 # -- dates ---------------------------------------------------------------------------------
 
-def _years(text: str) -> set[int]:
-    out = {int(q.value) for q in quantities(text) if q.year}
+@lru_cache(maxsize=16_384)
+def _years(text: str) -> frozenset[int]:
+    out = {int(q.value) for q in _quantities(text) if q.year}
     out |= {int(m.group(1)) for m in re.finditer(r"\b(1\d{3}|20\d{2})s\b", text)}
-    return out
+    return frozenset(out)
 
 
 @lru_cache(maxsize=16_384)
@@ -230,8 +231,9 @@ def _months(text: str) -> frozenset[int]:
 _WEEKDAY_RE = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b", re.I)
 
 
-def _weekdays(text: str) -> set[str]:
-    return {m.group(1).lower() for m in _WEEKDAY_RE.finditer(text)}
+@lru_cache(maxsize=16_384)
+def _weekdays(text: str) -> frozenset[str]:
+    return frozenset(m.group(1).lower() for m in _WEEKDAY_RE.finditer(text))
 
 
 def _date_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
