@@ -270,3 +270,16 @@ def test_polarity_and_no_effect() -> None:
     # negation in another clause of the evidence is not a contradiction
     assert check("The protocol affects American companies.",
                  "Although the United States is not a signatory, the protocol affects American companies.") == []
+
+
+def test_shipped_model_matches_the_code() -> None:
+    """core/audit_model.json (bench/audit_train.py) must name exactly the features the matcher computes,
+    with the monotone signs the training enforces."""
+    from bosun.core.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES, load_model
+
+    for name, feats in (("bm25", LEXICAL_FEATURES), ("semantic", SEMANTIC_FEATURES)):
+        model = load_model(name)
+        assert model.features == feats
+        signs = dict(zip(model.features, model.coef.tolist(), strict=True))
+        assert all(signs[f] >= 0 for f in feats if f.startswith(("cov", "bigram", "sem")))
+        assert all(signs[f] <= 0 for f in ("num_missing", "miss_frac", "mismatch"))

@@ -68,11 +68,17 @@ def run(args: argparse.Namespace) -> int:
     except BosunError as exc:
         return _fail(str(exc))
     report["config_file"] = str(config_path) if config_path else None
-    if args.json:
-        print(json.dumps(report, indent=2, ensure_ascii=False))
-    else:
-        color = sys.stdout.isatty() and not args.no_color
-        print(render(report, args.file, color))
+    try:
+        if args.json:
+            print(json.dumps(report, indent=2, ensure_ascii=False))
+        else:
+            color = sys.stdout.isatty() and not args.no_color
+            print(render(report, args.file, color))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `bosun audit x.json | head`: the reader left; the verdict still counts
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0 if report["trust_passed"] else 1
 
 
