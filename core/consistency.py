@@ -117,8 +117,12 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         decimals = len(num_text.split(".")[1]) if "." in num_text else 0
         scale = (m.group("scale") or "").lower()
         unit_word = (m.group("unit") or "").lower().strip("-/")
-        if scale in ("m", "b", "k") and unit_word:  # "5 m tall" style: m is a unit, not a scale
-            pass
+        bare_metres = False
+        if scale in ("m", "b", "k") and not m.group("cur"):
+            # a bare letter scales money only ("$5m"); "300 m" is metres, "5 k" stays a number
+            if scale == "m":
+                unit_word, bare_metres = "meter", True
+            scale = ""
         if scale:
             value *= _SCALE.get(scale, 1.0)
         dim: str | None = None
@@ -131,7 +135,7 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
             dim, unit = _UNITS[unit_word]
         elif unit_word and unit_word not in STOPWORDS and unit_word.isalpha():
             unit = stem(unit_word)
-        raw = m.group(0).strip()
+        raw = text[m.start() : m.end("scale")].strip() if bare_metres else m.group(0).strip()
         if unit is None and unit_word:
             raw = raw[: len(raw) - len(unit_word)].strip()
         prefix = text[max(0, m.start() - 24) : m.start()]
