@@ -88,6 +88,25 @@ def answer_tokens(answer: dict[str, Any]) -> int:
     return estimate_tokens(_compact(answer))
 
 
+def clean_text(text: str) -> str:
+    """Lone UTF-16 surrogates (a JSON ``"\\ud800"``) cannot be UTF-8: they become U+FFFD, never an error."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): clean_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_value(v) for v in value]
+    return value
+
+
 def short_args(args: Any) -> Any:
     """Redacted args with long strings cut: enough for the loop guard and a human, never a payload."""
     if isinstance(args, str):
@@ -156,17 +175,18 @@ class OffloadService:
                 result = json.dumps(result, ensure_ascii=False, indent=1, allow_nan=False)
             except (TypeError, ValueError) as exc:
                 raise InvalidInput("result", f"is not text or JSON ({exc})", "the tool's output text") from exc
+        result = clean_text(result)
         limit = self.engine.config.max_payload_bytes
-        raw_size = len(result.encode("utf-8", "surrogatepass"))
+        raw_size = len(result.encode("utf-8"))
         if raw_size > limit:
             raise InvalidInput("result", f"is {raw_size} bytes; the limit is {limit} (BOSUN_MAX_PAYLOAD_BYTES)",
                                "split the output, or observe a file with kind='file'")
         state = await self.tasks.get(task_id)
         pm = get_mode(mode or str(state.flags.get("prune_mode") or state.budget.get("prune_mode") or self.default_mode))
-        red_args = redact_value(args, self.redactor)
+        red_args = redact_value(clean_value(args), self.redactor)
         a_hash = args_hash(red_args)
         canonical_args(red_args)  # size check of the args (InvalidInput on overflow)
-        data, redactions = self.redactor.redact_bytes(result.encode("utf-8", "surrogatepass"))
+        data, redactions = self.redactor.redact_bytes(result.encode("utf-8"))
         text = data.decode("utf-8", "replace") if redactions else result
         tokens = fast_tokens(text)
         command = shell_command(tool, red_args) if red_args is not None else None
@@ -314,6 +334,8 @@ class OffloadService:
 
     # -- decisions, constraints, head ------------------------------------------------------
     async def observe_text(self, task_id: str, kind: str, text: str | None, agent: str | None = None) -> dict[str, Any]:
+        if isinstance(text, str):
+            text = clean_text(text)
         if kind in ("head", "contract"):
             if not isinstance(text, str) or not text.strip():
                 raise InvalidInput("text", f"kind='{kind}' needs the text of the {kind}")

@@ -143,6 +143,8 @@ async def test_observe_bad_input_names_the_field(client: Client, engine: Engine)
 
 async def test_binary_and_invalid_utf8_output(client: Client, engine: Engine) -> None:
     tid = await _start(client)
+    lone = _sc(await _observe(client, tid, "line \ud800 x\n" * 3000, args={"command": "cat \udcff"}))
+    assert lone["offloaded"] is True  # lone surrogates became U+FFFD instead of failing the call
     blob = (b"\x00\x01\xff\xfe" * 5000).decode("latin-1")
     out = _sc(await _observe(client, tid, blob, args={"command": "cat a.bin"}))
     assert out["offloaded"] is True and out["kind"] == "binary"
