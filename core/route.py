@@ -165,10 +165,6 @@ def body_chunks(policy: Policy) -> list[str]:
     return list(dict.fromkeys(chunks))[:MAX_CHUNKS]
 
 
-def body_text(policy: Policy) -> str:
-    return " ".join(body_chunks(policy))
-
-
 def texts_to_embed(policies: Sequence[Policy]) -> list[str]:
     """Every text whose vector the index needs (the server embeds them through its cache)."""
     out: list[str] = []

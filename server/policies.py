@@ -27,7 +27,7 @@ import numpy as np
 from bosun.core.abstain import SHIPPED, OperatingPoint, divergence, separability
 from bosun.core.errors import BosunError, InvalidInput, NotFound
 from bosun.core.policy_corpus import Policy, PolicyParseError, corpus_fingerprint, is_active, parse_policy
-from bosun.core.route import PolicyIndex, RouteResult, build_index, route, surface_phrases, texts_to_embed
+from bosun.core.route import PolicyIndex, RouteResult, build_index, route, texts_to_embed
 
 log = logging.getLogger("bosun.policies")
 
@@ -353,9 +353,6 @@ class PolicyService:
             "warnings": self.warnings,
             "operating_point": self.operating_point().describe(),
         }
-
-    def phrases_of(self, policy: Policy) -> list[str]:
-        return surface_phrases(policy)
 
 
 _BLAS_CONTROLLER: Any = None
