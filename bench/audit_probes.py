@@ -3,7 +3,10 @@
     /work/venv/bin/python bench/audit_probes.py
 
 1. bench/labels/contradiction_probes.jsonl: a claim against one chunk it contradicts (negation,
-   number, unit, date, quantifier, named entity), plus faithful restatements as controls. Reports
+   number, unit, date, quantifier, named entity), plus faithful restatements as controls.
+   contradiction_probes_b.jsonl: written later, claims against three multi-sentence chunks; its
+   first run rejected 14 of 16 (a repeated word broke the negation window; "up 12 percent" vs
+   "fell" was not a known opposite); both fixes are general, and it now rejects all 16. Reports
    how many contradicted claims bosun rejects (verdict contradicted or unsupported), how many of
    those it names as contradicted, and how many controls it wrongly rejects. dokis 0.3.0 is run on
    the same probes when its scratch venv exists ($DOKIS_PYTHON).
@@ -42,9 +45,9 @@ def dokis_rejects(probes: list[dict]) -> list[bool] | None:
     return [json.loads(x) for x in out.stdout.splitlines()]
 
 
-def probes() -> list[str]:
-    rows = [json.loads(x) for x in (HERE / "labels" / "contradiction_probes.jsonl").read_text().splitlines() if x]
-    lines = ["### contradiction probes (bench/labels/contradiction_probes.jsonl)", ""]
+def probes(name: str) -> list[str]:
+    rows = [json.loads(x) for x in (HERE / "labels" / name).read_text().splitlines() if x]
+    lines = [f"### contradiction probes (bench/labels/{name})", ""]
     rejected: Counter[str] = Counter()
     named: Counter[str] = Counter()
     total: Counter[str] = Counter()
@@ -109,5 +112,5 @@ def extraction(name: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    print("\n".join([*probes(), "", *extraction("claim_sentences.jsonl"), "",
+    print("\n".join([*probes("contradiction_probes.jsonl"), "", *probes("contradiction_probes_b.jsonl"), "", *extraction("claim_sentences.jsonl"), "",
                      *extraction("claim_sentences_holdout.jsonl")]))

@@ -285,10 +285,12 @@ _ANTONYMS = [
 _POLARITY = [
     ("increase increases increased increasing raise raises raised rise rises rose risen boost boosts boosted "
      "elevate elevates elevated higher grow grows grew growth improve improves improved enhance enhances "
-     "enhanced accelerate accelerates accelerated strengthen strengthens strengthened expand expands expanded",
+     "enhanced accelerate accelerates accelerated strengthen strengthens strengthened expand expands expanded "
+     "up climb climbs climbed surge surges surged",
      "decrease decreases decreased decreasing reduce reduces reduced reduction lower lowers lowered fall falls "
      "fell fallen decline declines declined drop drops dropped shrink shrinks shrank worsen worsens worsened "
-     "diminish diminishes diminished slow slows slowed weaken weakens weakened lessen lessens lessened"),
+     "diminish diminishes diminished slow slows slowed weaken weakens weakened lessen lessens lessened "
+     "down plunge plunges plunged"),
     ("allow allows allowed permit permits permitted legal", "forbid forbids forbade ban bans banned prohibit "
      "prohibits prohibited illegal"),
     ("cause causes caused trigger triggers triggered", "prevent prevents prevented"),
@@ -323,6 +325,16 @@ def _scopes(text: str) -> tuple[tuple[str, ...], ...]:
     return tuple(out)
 
 
+def _together(terms: list[str], seq: list[str], width: int = 4) -> bool:
+    """Do all ``terms`` occur within ``width`` words of one another somewhere in ``seq``?
+    (the same phrase on the other side, not scattered words)"""
+    need = set(terms)
+    for i, tok in enumerate(seq):
+        if tok in need and need <= set(seq[i : i + width + 1]):
+            return True
+    return False
+
+
 _EFFECT = frozenset(stem(w) for w in ["effect", "effects", "impact", "impacts", "affect", "affects", "influence", "change", "changes", "alter"])
 
 
@@ -335,13 +347,10 @@ def _flip(
     when the other side states a change (an increase/decrease word) on the same object.
     """
     changes = {t for t in other if t in _CHANGE}
-    pos = {t: i for i, t in enumerate(other_seq)}
     for scope in scopes:
         asserted = [t for t in scope if t in other and t not in other_negated]
-        if len(asserted) >= 2:
-            spots = sorted(pos[t] for t in asserted)
-            if spots[-1] - spots[0] <= 4:  # the same phrase on the other side, not scattered words
-                return asserted
+        if len(asserted) >= 2 and _together(asserted, other_seq):
+            return asserted
         elif len(scope) == 1 and asserted and short:
             return asserted
         if asserted and changes and any(t in _EFFECT for t in scope) and not (set(asserted) & _EFFECT):

@@ -283,3 +283,11 @@ def test_shipped_model_matches_the_code() -> None:
         signs = dict(zip(model.features, model.coef.tolist(), strict=True))
         assert all(signs[f] >= 0 for f in feats if f.startswith(("cov", "bigram", "sem")))
         assert all(signs[f] <= 0 for f in ("num_missing", "miss_frac", "mismatch"))
+
+
+def test_negation_with_repeated_words_and_directional_words() -> None:
+    ev = "It lowers blood glucose by reducing hepatic glucose production."
+    assert check("Metformin does not lower blood glucose.", ev)[0].kind == "negation"
+    ev2 = "In 2022 the company reported revenue of 4.2 billion dollars, up 12 percent from the previous year."
+    assert check("Revenue fell 12 percent from the previous year.", ev2)[0].kind == "negation"
+    assert check("Revenue rose 12 percent from the previous year.", ev2) == []
