@@ -329,10 +329,7 @@ def _together(terms: list[str], seq: list[str], width: int = 4) -> bool:
     """Do all ``terms`` occur within ``width`` words of one another somewhere in ``seq``?
     (the same phrase on the other side, not scattered words)"""
     need = set(terms)
-    for i, tok in enumerate(seq):
-        if tok in need and need <= set(seq[i : i + width + 1]):
-            return True
-    return False
+    return any(tok in need and need <= set(seq[i:i + width + 1]) for i, tok in enumerate(seq))
 
 
 _EFFECT = frozenset(stem(w) for w in ["effect", "effects", "impact", "impacts", "affect", "affects", "influence", "change", "changes", "alter"])
@@ -349,9 +346,7 @@ def _flip(
     changes = {t for t in other if t in _CHANGE}
     for scope in scopes:
         asserted = [t for t in scope if t in other and t not in other_negated]
-        if len(asserted) >= 2 and _together(asserted, other_seq):
-            return asserted
-        elif len(scope) == 1 and asserted and short:
+        if (len(asserted) >= 2 and _together(asserted, other_seq)) or (len(scope) == 1 and asserted and short):
             return asserted
         if asserted and changes and any(t in _EFFECT for t in scope) and not (set(asserted) & _EFFECT):
             return [*sorted(changes)[:1], *asserted]
