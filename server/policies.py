@@ -134,6 +134,12 @@ def scan_corpus(dirs: list[Path]) -> Scan:
     return Scan(policies, warnings, stamps, inactive)
 
 
+def _scan_with_texts(dirs: list[Path]) -> tuple[Scan, list[str]]:
+    """Scan and list the texts to embed, off the event loop (0.5 s at 6,000 documents)."""
+    scan = scan_corpus(dirs)
+    return scan, texts_to_embed(scan.policies)
+
+
 def load_operating_point_file(path: Path) -> OperatingPoint:
     import tomllib
 
@@ -238,7 +244,7 @@ class PolicyService:
         """Rescan, embed what is new, rebuild; on failure keep serving the previous index."""
         async with self._lock:
             try:
-                scan = await anyio.to_thread.run_sync(scan_corpus, self.dirs)
+                scan, texts = await anyio.to_thread.run_sync(_scan_with_texts, self.dirs)
             except CorpusError as exc:
                 self.error = str(exc)
                 self.stamps = await anyio.to_thread.run_sync(stamp_files, self.dirs)
@@ -249,7 +255,6 @@ class PolicyService:
                 log.warning("%s", w)
             t0 = time.perf_counter()
             op = self.operating_point()
-            texts = texts_to_embed(scan.policies)
             emb = await self.engine.embedder()
             model_id = emb.model_id()
             if self.op_explicit and op.model_id and op.model_id != model_id:
@@ -261,7 +266,7 @@ class PolicyService:
             vecs = await self.engine.embed(texts) if texts else np.zeros((0, emb.dimension()), np.float32)
             vectors = dict(zip(texts, vecs, strict=True))
             index = await anyio.to_thread.run_sync(build_index, scan.policies, vectors, model_id)
-            sep = separability(index.surface_vectors())
+            sep = await anyio.to_thread.run_sync(separability, index.surface_vectors())
             notices = []
             if not self.op_explicit or op.source == "shipped":
                 reasons = divergence(op, len(index), sep, model_id)
