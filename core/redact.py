@@ -40,6 +40,7 @@ class Rule:
     end_needle: str | None = None
     quick: tuple[str, ...] = ()  # plain literals, one of which occurs when a needle does (for regex needles)
     quick_regex: bool = False  # needles share a literal prefix: one regex search beats several byte scans
+    hit_filter: Callable[[bytes, int], bool] | None = None  # cheap byte check after a literal hit
 
     @functools.cached_property
     def prefilter(self) -> re.Pattern[bytes]:
@@ -151,8 +152,27 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         ("key|token|secret|passw|pwd",), group=2,
         accept=looks_random,
         name_group=1,
+        hit_filter=lambda low, end: _assignment_follows(low, end),
     ),
 )
+
+def _assignment_follows(low: bytes, end: int) -> bool:
+    """After a name ending in key/token/..., an assignment follows: optional quote, spaces, then = or :.
+
+    A byte-level check that skips the thousands of ``key`` occurrences in code that are not
+    assignments (``cache_key(``, ``keys()``) before any regex runs.
+    """
+    n = len(low)
+    j = end
+    stop = min(n, end + 12)  # the rest of the name: PASSW|ORD, SECRET|_KEY, TOKEN|_SECRET
+    while j < stop and (low[j] in b"_.-" or 48 <= low[j] <= 57 or 97 <= low[j] <= 122):
+        j += 1
+    if j < n and low[j] in b"\"'":
+        j += 1
+    while j < n and low[j] in b" \t":
+        j += 1
+    return j < n and low[j] in b":="
+
 
 def _url_password(value: str) -> bool:
     """A URL password that is not a documentation placeholder (``user:pass@``, ``:***@``, ``:${PW}@``)."""
@@ -245,7 +265,8 @@ class Redactor:
                         if found.get(lit, True):
                             i = lowered.find(lit)
                             while i >= 0:
-                                hits.append(i)
+                                if rule.hit_filter is None or rule.hit_filter(lowered, i + len(lit)):
+                                    hits.append(i)
                                 i = lowered.find(lit, i + 1)
                 else:
                     hits = [m.start() for m in rule.prefilter.finditer(lowered)]

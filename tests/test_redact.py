@@ -22,6 +22,15 @@ SECRETS = {
     "stripe_key": "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
 }
 
+ASSIGNMENTS = [
+    "DB_PASSWORD=Xk39fj2KDm0sQp7Lz1",
+    'export API_TOKEN="q8Zr1bW0pLmN5vXc3TyA"',
+    '{"client_secret": "k2J9dL0qPz8WmX4rT6yB"}',
+    "aws.secret_key: Q1w2E3r4T5y6U7i8O9p0",
+    "TOKEN_SECRET = 'Zx9Cv8Bn7Mq6Wl5Ek4Rj'",
+    "my_pwd:=H7g6F5d4S3a2Q1w0E9r8",
+]
+
 SURVIVE = [
     "commit 3f9a1c2b7d4e5f60718293a4b5c6d7e8f9012345",
     "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
@@ -41,6 +50,12 @@ def test_each_secret_shape_is_scrubbed(rule: str) -> None:
     out = Redactor().redact(SECRETS[rule])
     assert out.counts.get(rule) == 1, (rule, out.text, out.counts)
     assert f"[REDACTED:{rule}]" in out.text
+
+
+@pytest.mark.parametrize("text", ASSIGNMENTS)
+def test_secret_assignments_in_many_syntaxes(text: str) -> None:
+    out = Redactor().redact(text)
+    assert out.counts == {"secret_assignment": 1}, (text, out.text)
 
 
 @pytest.mark.parametrize("text", SURVIVE)
