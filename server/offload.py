@@ -175,9 +175,13 @@ class OffloadService:
                 result = json.dumps(result, ensure_ascii=False, indent=1, allow_nan=False)
             except (TypeError, ValueError) as exc:
                 raise InvalidInput("result", f"is not text or JSON ({exc})", "the tool's output text") from exc
-        result = clean_text(result)
+        try:
+            raw = result.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: U+FFFD instead of an error
+            result = clean_text(result)
+            raw = result.encode("utf-8")
         limit = self.engine.config.max_payload_bytes
-        raw_size = len(result.encode("utf-8"))
+        raw_size = len(raw)
         if raw_size > limit:
             raise InvalidInput("result", f"is {raw_size} bytes; the limit is {limit} (BOSUN_MAX_PAYLOAD_BYTES)",
                                "split the output, or observe a file with kind='file'")
@@ -186,7 +190,7 @@ class OffloadService:
         red_args = redact_value(clean_value(args), self.redactor)
         a_hash = args_hash(red_args)
         canonical_args(red_args)  # size check of the args (InvalidInput on overflow)
-        data, redactions = self.redactor.redact_bytes(result.encode("utf-8"))
+        data, redactions = self.redactor.redact_bytes(raw)
         text = data.decode("utf-8", "replace") if redactions else result
         tokens = fast_tokens(text)
         command = shell_command(tool, red_args) if red_args is not None else None
