@@ -185,6 +185,7 @@ class PolicyService:
         self.poll_seconds = poll_seconds
         self.served: Served | None = None
         self.warnings: list[str] = []
+        self.inactive: list[str] = []
         self.error: str | None = None
         self.stamps: dict[str, FileStamp] = {}
         self.generation = 0
@@ -251,6 +252,7 @@ class PolicyService:
                 raise
             self.stamps = scan.stamps
             self.warnings = scan.warnings
+            self.inactive = scan.skipped_inactive
             for w in scan.warnings:
                 log.warning("%s", w)
             t0 = time.perf_counter()
@@ -345,6 +347,8 @@ class PolicyService:
         served = await self.ready()
         idx = served.index.by_name.get(name)
         if idx is None:
+            if name in self.inactive:
+                raise NotFound("policy", name, "its **Status:** marks it inactive (deprecated, superseded, ...), so it is not served")
             raise NotFound("policy", name, f"closest names: {', '.join(closest_names(name, list(served.index.by_name)))}")
         return served.index.policies[idx]
 
@@ -356,6 +360,7 @@ class PolicyService:
             "generation": served.generation,
             "demo_corpus": self.demo,
             "warnings": self.warnings,
+            "inactive": self.inactive,
             "operating_point": self.operating_point().describe(),
         }
 

@@ -56,6 +56,8 @@ async def test_unknown_policy_lists_closest_names(client: Client) -> None:
     res = await client.call_tool("get_policy", {"name": "database-migration"})
     assert res.is_error
     assert "database-migrations" in res.content[0].text  # type: ignore[union-attr]
+    res = await client.call_tool("get_policy", {"name": "deploy-freeze-2024"})
+    assert res.is_error and "inactive" in res.content[0].text  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(
