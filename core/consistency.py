@@ -412,6 +412,12 @@ _FREQ_LEVEL = {
     "always": 3, "invariably": 3, "universally": 3, "usually": 2, "generally": 2, "typically": 2, "mostly": 2,
     "often": 1, "frequently": 1, "sometimes": 1, "occasionally": 1, "rarely": 0, "seldom": 0, "hardly": 0,
 }
+_Q_PHRASES = {
+    "less than half": 0, "fewer than half": 0, "only a few": 0, "very few": 0, "hardly any": 0,
+    "a small minority": 0, "more than half": 2, "the vast majority": 2, "the majority": 2,
+    "nearly all": 3, "almost all": 2, "virtually all": 3,
+}
+_Q_PHRASE = re.compile(r"\b(?:" + "|".join(p.replace(" ", r"\s+") for p in _Q_PHRASES) + r")\b")
 _ONLY = re.compile(r"\b(?:only|sole|solely|exclusively)\b", re.I)
 _NOT_ONLY = re.compile(r"\b(?:one of|among|several|many|various|as well as|along with)\b", re.I)
 _QWORD = re.compile(r"[a-z]+")
@@ -423,9 +429,16 @@ def _quantified(text: str, family: int) -> tuple[tuple[int, str, frozenset[str]]
     levels = _DET_LEVEL if family == 0 else _FREQ_LEVEL
     out = []
     low = text.lower()
+    taken: list[tuple[int, int]] = []
+    if family == 0:
+        for m in _Q_PHRASE.finditer(low):
+            phrase = m.group(0)
+            out.append((_Q_PHRASES[re.sub(r"\s+", " ", phrase)], phrase,
+                        frozenset(content_tokens(low[m.end() : m.end() + 40])[:2])))
+            taken.append((m.start(), m.end()))
     for m in _QWORD.finditer(low):
         w = m.group(0)
-        if w not in levels:
+        if w not in levels or any(a <= m.start() < b for a, b in taken):
             continue
         if w == "few" and low[max(0, m.start() - 2) : m.start()] == "a ":
             out.append((1, "a few", frozenset(content_tokens(low[m.end() : m.end() + 40])[:2])))

@@ -291,3 +291,10 @@ def test_negation_with_repeated_words_and_directional_words() -> None:
     ev2 = "In 2022 the company reported revenue of 4.2 billion dollars, up 12 percent from the previous year."
     assert check("Revenue fell 12 percent from the previous year.", ev2)[0].kind == "negation"
     assert check("Revenue rose 12 percent from the previous year.", ev2) == []
+
+
+def test_quantifier_phrases() -> None:
+    ev = "Most patients recovered within a week."
+    assert check("Less than half of the patients recovered within a week.", ev)[0].kind == "quantifier"
+    assert check("Only a few patients recovered within a week.", ev)[0].kind == "quantifier"
+    assert check("More than half of the patients recovered within a week.", ev) == []
