@@ -403,9 +403,13 @@ class Hit:
     why: list[str]
     lexical: float
     semantic: float
+    requires: tuple[str, ...] = ()  # Depends-on / Requires: documents to read with this one
 
     def as_dict(self) -> dict[str, object]:
-        return {"name": self.name, "score": round(self.score, 3), "why": self.why}
+        out: dict[str, object] = {"name": self.name, "score": round(self.score, 3), "why": self.why}
+        if self.requires:
+            out["requires"] = list(self.requires)
+        return out
 
 
 @dataclass
@@ -436,7 +440,9 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
         phrase = nearest_phrase(index, sc, doc)
         if phrase and use_semantic and qvec is not None:
             why.append(f"nearest: \"{phrase}\" ({float(sc.semantic[doc]):.2f})")
-        hits.append(Hit(index.policies[doc].name, p, why, float(sc.lexical[doc]), float(sc.semantic[doc])))
+        pol = index.policies[doc]
+        needs = tuple(dict.fromkeys(n for n in (*pol.depends_on, *pol.requires) if n in index.by_name))
+        hits.append(Hit(pol.name, p, why, float(sc.lexical[doc]), float(sc.semantic[doc]), needs))
     return RouteResult(hits, not hits, rejected)
 
 

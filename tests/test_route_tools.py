@@ -42,6 +42,7 @@ async def test_route_returns_names_and_evidence_never_rule_text(real_client: Cli
     why = " ".join(out["hits"][0]["why"])
     assert "production" in why and "the" not in why.split(": ")[1].split(", ")
     assert "canary (5% of traffic" not in json.dumps(out)  # never rule text
+    assert out["hits"][0]["requires"] == ["code-review"]  # **Requires:** travels with the name
 
 
 async def test_get_policy_whole_document_once(client: Client) -> None:
