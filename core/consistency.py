@@ -362,6 +362,21 @@ def _cue_snippet(text: str) -> str:
     return (text[start : m.end()] + " " + " ".join(tail)).strip()
 
 
+_FUNCTION_OPPOSITES = {"before": "after", "after": "before", "above": "below", "below": "above",
+                       "over": "under", "under": "over", "inside": "outside", "outside": "inside"}
+_FW = re.compile(r"\b(before|after|above|below|over|under|inside|outside)\s+(?:the\s+|a\s+|an\s+)?(\w+)", re.I)
+
+
+def _function_word_flip(claim: str, evidence: str) -> Mismatch | None:
+    """ "signed before the war" vs "signed after the war": opposite stop-words on the same object."""
+    c = {(m.group(1).lower(), stem(m.group(2).lower())) for m in _FW.finditer(claim)}
+    e = {(m.group(1).lower(), stem(m.group(2).lower())) for m in _FW.finditer(evidence)}
+    for word, obj in sorted(c):
+        if (_FUNCTION_OPPOSITES[word], obj) in e and (word, obj) not in e:
+            return Mismatch("negation", f"{word} {obj}", f"{_FUNCTION_OPPOSITES[word]} {obj}", "the evidence states the opposite")
+    return None
+
+
 _NEG_PREFIXES = ("non", "un", "in", "im", "il", "ir", "dis", "anti")
 
 
@@ -390,6 +405,9 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
     if flipped:
         return [Mismatch("negation", _cue_snippet(claim), _cue_snippet(evidence),
                          f"the {side} negates {' '.join(flipped)!r} and the other side asserts it")]
+    flip = _function_word_flip(claim, evidence)
+    if flip:
+        return [flip]
     for i, term in enumerate(c_seq):
         if term in e_all:
             continue

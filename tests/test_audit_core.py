@@ -298,3 +298,8 @@ def test_quantifier_phrases() -> None:
     assert check("Less than half of the patients recovered within a week.", ev)[0].kind == "quantifier"
     assert check("Only a few patients recovered within a week.", ev)[0].kind == "quantifier"
     assert check("More than half of the patients recovered within a week.", ev) == []
+
+
+def test_opposite_function_words() -> None:
+    assert check("The treaty was signed before the war.", "The treaty was signed after the war.")[0].kind == "negation"
+    assert check("The treaty was signed after the war.", "The treaty was signed after the war.") == []
