@@ -178,3 +178,9 @@ def test_eval_route_calibrate_writes_toml_or_refuses(tmp_path: Path, monkeypatch
     monkeypatch.setattr("sys.stdin", io.StringIO(labelled))
     assert eval_route.run(args) == 2
     assert "other-model" in capsys.readouterr().err
+
+
+def test_render_lists_required_documents() -> None:
+    text = hook.render({"hits": [{"name": "deploys", "why": ["matched: deploy"], "requires": ["code-review"]},
+                                 {"name": "plain", "why": []}]})
+    assert "- deploys (matched: deploy; read with: code-review)" in text and "- plain" in text

@@ -59,8 +59,10 @@ def render(result: dict[str, Any], limit: int = MAX_CONTEXT_BYTES) -> str:
     lines = ["bosun: governance policies that may apply to this prompt (read one with the get_policy tool "
              "before acting; dismiss it if the evidence does not fit):"]
     for hit in hits:
-        why = "; ".join([str(w) for w in hit.get("why") or []]
-                        + [f"read with: {', '.join(map(str, hit['requires']))}"] * bool(hit.get("requires")))
+        parts = [str(w) for w in hit.get("why") or []]
+        if hit.get("requires"):
+            parts.append(f"read with: {', '.join(map(str, hit['requires']))}")
+        why = "; ".join(parts)
         lines.append(f"- {hit.get('name')}" + (f" ({why})" if why else ""))
     for notice in notices:
         lines.append(f"! {notice}")
