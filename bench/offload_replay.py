@@ -202,7 +202,9 @@ async def replay_run(
     extra_prompts: list[float] = []
     typed_lines: set[str] = set()
     typed_names: set[str] = set()
-    compaction_mode = get_mode("balanced")
+    # -1: compact when observe's answer suggests it (plan of the task's mode); N > 0: every N steps
+    # with a balanced plan; 0: never
+    compaction_mode = get_mode(mode) if compact_every < 0 else get_mode("balanced")
     for j, call in enumerate(calls):
         cmd = used_text(call)
         # 1) what command j uses from earlier outputs, and whether the prompt still shows it
@@ -281,7 +283,8 @@ async def replay_run(
         items.append(item)
         by_output[j] = item
         # 3) periodic compaction (checkpoint mode=compact): cold results leave, a digest line stays
-        if compact_every and (j + 1) % compact_every == 0:
+        due = bool(ans.get("compact")) if compact_every < 0 else bool(compact_every and (j + 1) % compact_every == 0)
+        if due:
             plan = plan_compaction(await tasks.events(tid), compaction_mode, "compact", time.time())
             moved = {it.ref for it in plan.items}
             t = j + 0.25
@@ -421,8 +424,9 @@ async def main() -> None:
     ap.add_argument("--data", default=str(DATA), help="trajectory file (default: miniswe-dev; also tau-airline)")
     ap.add_argument("--mode", default="cache_ttl", choices=sorted(MODES))
     ap.add_argument("--out", default="", help="write the markdown report here")
-    ap.add_argument("--compact-every", type=int, default=8,
-                    help="the harness runs checkpoint(mode=compact, balanced) every N steps (0: never)")
+    ap.add_argument("--compact-every", type=int, default=-1,
+                    help="-1 (default): the harness runs checkpoint(mode=compact) when observe's answer suggests "
+                         "it; N: a balanced plan every N steps; 0: never")
     args = ap.parse_args()
     with gzip.open(args.data, "rt") as fh:
         runs = [json.loads(line) for line in fh]
@@ -471,7 +475,9 @@ async def main() -> None:
         f"{sum(r.extra_turns for r in results):,} extra recall turns "
         f"(over {sum(r.calls for r in results):,} steps; each re-reads the carried context, counted above)",
         f"- outputs offloaded: {sum(r.offloaded for r in results):,} of {sum(r.calls for r in results):,}; "
-        f"compactions: {sum(r.compactions for r in results):,} (every {args.compact_every} steps, balanced, newest 4 kept)",
+        f"compactions: {sum(r.compactions for r in results):,} ("
+        + ("when observe suggested it, the task's mode" if args.compact_every < 0 else
+           f"every {args.compact_every} steps, balanced" if args.compact_every else "never") + ")",
         f"- per-run net saving (carried): p10 {pct(p10)}, median {pct(med)}, p90 {pct(p90)}; "
         f"runs with a net loss: {len(losses)}",
         f"- per-run net saving (entered): median {pct(statistics.median([r.net_entered for r in results]))}",

@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcp.types import CallToolResult, TextContent
 
+from bosun.core.compaction import plan_compaction
 from bosun.core.errors import InvalidInput, NotFound
 from bosun.core.ledger import parse_prices
 from bosun.core.loopguard import args_hash, canonical_args, error_signature, shell_command
@@ -41,6 +43,8 @@ if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
 EXTENSION_KEY = "offload"
+COMPACT_EVERY = 8  # results between compaction checks
+COMPACT_MIN_TOKENS = 500  # suggest compaction only when it would free at least this much
 ARG_TEXT_CHARS = 400  # each string in the journaled args is cut to this many characters
 MEDIA_TEXT = "text/plain; charset=utf-8"
 
@@ -236,8 +240,26 @@ class OffloadService:
         outcome = _test_outcome(facts, outline_kind or "")
         if outcome is not None:
             events.append(("state_flag", {"name": "tests_passed", "value": outcome, "source": "observe"}))
-        await self.tasks.append_many(task_id, events, agent=agent)
+        state = await self.tasks.append_many(task_id, events, agent=agent)
+        hint = await self._compaction_hint(state, pm)
+        if hint is not None:
+            answer["compact"] = hint
         return answer
+
+    async def _compaction_hint(self, state: Any, pm: Any) -> dict[str, int] | None:
+        """Every ``COMPACT_EVERY`` results, whether ``checkpoint(mode="compact")`` would now free enough.
+
+        The answer then carries ``"compact": {"items", "frees"}`` (~12 tokens): the cue for the
+        harness or agent to move cold history out (the replay bench follows it).
+        """
+        seen = state.event_counts.get("tool_result", 0) + state.event_counts.get("tool_failure", 0)
+        if seen == 0 or seen % COMPACT_EVERY:
+            return None
+        plan = plan_compaction(await self.tasks.events(state.task_id), pm, "compact", time.time())
+        frees = plan.freed_tokens - plan.digest_tokens - plan.refill_tokens
+        if frees < COMPACT_MIN_TOKENS:
+            return None
+        return {"items": len(plan.items), "frees": frees}
 
     # -- drop receipts ---------------------------------------------------------------------
     async def drop(self, task_id: str, refs: list[str], agent: str | None = None) -> dict[str, Any]:

@@ -309,3 +309,14 @@ async def test_small_test_run_sets_tests_passed(client: Client, engine: Engine) 
     assert (await engine.extensions["tasks"].get(tid)).flags["tests_passed"] is True
     await _observe(client, tid, "FAILED tests/test_a.py::test_b - assert 1 == 2\n===== 1 failed, 2 passed in 0.1s =====\n")
     assert (await engine.extensions["tasks"].get(tid)).flags["tests_passed"] is False
+
+
+async def test_observe_suggests_compaction_every_8_results(client: Client, engine: Engine) -> None:
+    tid = await _start(client)
+    answers = [_sc(await _observe(client, tid, f"row {i} " * 120 + "\n", args={"command": f"cmd {i}"}, offload=False))
+               for i in range(8)]
+    assert all("compact" not in a for a in answers[:7])
+    hint = answers[7]["compact"]
+    assert hint["items"] == 4 and hint["frees"] >= 500  # the newest 4 stay
+    plan = _sc(await client.call_tool("checkpoint", {"task_id": tid, "mode": "compact"}))
+    assert plan["items"] == hint["items"]
