@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from bosun.server.tools import checkpoint, handoff, observe, plan, precheck, recall
 from bosun.server.tools import audit as audit_tool
+from bosun.server.tools import checkpoint, handoff, observe, plan, precheck, recall
 from bosun.server.tools import route as route_tool
 from bosun.server.tools import select as select_tool
 
