@@ -84,7 +84,7 @@ def register(mcp: MCPServer[Any]) -> None:
             out = {"resume": text, "truncated": cut, "snapshot_seq": snap or None, "version": state.version,
                    "seal": SEAL_PREFIX + state.seal}
         elif mode == "report":
-            led = ledger_of(events).to_dict(off.prices, off.price_model)
+            led_report = ledger_of(events).to_dict(off.prices, off.price_model)
             refs = sorted({str(r) for ev in events for k in ("ref", "stored_ref")
                            if isinstance(r := ev.payload.get(k), str) and r.startswith("mem://")})
             verified = 0
@@ -96,7 +96,7 @@ def register(mcp: MCPServer[Any]) -> None:
                 "decisions": state.decisions, "constraints": state.constraints,
                 "files": sorted(state.files), "failures": [{"signature": s, "attempts": f.get("attempts")}
                                                            for s, f in state.failures.items()],
-                "lessons": state.lessons, "flags": state.flags, "ledger": led,
+                "lessons": state.lessons, "flags": state.flags, "ledger": led_report,
                 "refs": {"total": len(refs), "verified": verified, "lossless": verified == len(refs)},
             }
             full = json.dumps(report, ensure_ascii=False, sort_keys=True)
