@@ -64,7 +64,7 @@ def main() -> int:
                 hook_mod.append(timed([sys.executable, "-m", "bosun.server.commands.hook", "claude-code"],
                                       prompt.replace("number", "item"), env)[0])
                 base.append(timed([sys.executable, "-c", "pass"], "", env)[0])
-                imports.append(timed([sys.executable, "-c", "import bosun.server.cli, urllib.request, json"], "", env)[0])
+                imports.append(timed([sys.executable, "-c", "import bosun.server.cli, socket, json"], "", env)[0])
         finally:
             daemon.terminate()
             daemon.wait(10)

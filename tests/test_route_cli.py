@@ -184,3 +184,16 @@ def test_render_lists_required_documents() -> None:
     text = hook.render({"hits": [{"name": "deploys", "why": ["matched: deploy"], "requires": ["code-review"]},
                                  {"name": "plain", "why": []}]})
     assert "- deploys (matched: deploy; read with: code-review)" in text and "- plain" in text
+
+
+def test_hook_with_a_wrong_token_records_a_daemon_failure(daemon: tuple[Path, str], tmp_path: Path) -> None:
+    home, url = daemon
+    (home / "daemon.json").write_text(json.dumps({"url": url, "pid": 1, "token": "wrong"}))
+    proc = _run_hook(home, json.dumps({"prompt": "deploy to production"}))
+    assert proc.returncode == 0 and proc.stdout == ""
+    last = json.loads((tmp_path / "events.jsonl").read_text().splitlines()[-1])
+    assert (last["outcome"], last["failure_class"], last["via"]) == ("failed", "daemon", "hook")
+
+
+def test_dechunk() -> None:
+    assert hook._dechunk(b"4\r\nWiki\r\n5;x=1\r\npedia\r\n0\r\n\r\n") == b"Wikipedia"

@@ -16,8 +16,6 @@ import json
 import os
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -77,6 +75,77 @@ def _clip(text: str, limit: int) -> str:
     return cut.rstrip() + "..."
 
 
+class HttpError(OSError):
+    """The daemon answered something that is not HTTP."""
+
+
+def post_json(url: str, body: dict[str, Any], token: str | None, timeout: float) -> tuple[int, bytes]:
+    """POST JSON and return (status, body).
+
+    Plain-http URLs (the loopback daemon) are spoken to over a raw socket: urllib.request drags in
+    http.client, email and ssl, about 30 ms of imports in a process that lives for one prompt.
+    """
+    parts = urlsplit(url)
+    data = json.dumps(body).encode("utf-8")
+    if parts.scheme != "http":
+        import urllib.error
+        import urllib.request
+
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as resp:
+                return int(resp.status), resp.read()
+        except urllib.error.HTTPError as exc:
+            return int(exc.code), exc.read()
+    import socket
+
+    host = parts.hostname or "127.0.0.1"
+    port = parts.port or 80
+    head = [
+        f"POST {parts.path or '/'} HTTP/1.1",
+        f"Host: {parts.netloc}",
+        "Content-Type: application/json",
+        f"Content-Length: {len(data)}",
+        "Connection: close",
+    ]
+    if token:
+        head.append(f"Authorization: Bearer {token}")
+    request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data
+    chunks = []
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(request)
+        while True:
+            block = sock.recv(65536)
+            if not block:
+                break
+            chunks.append(block)
+    raw = b"".join(chunks)
+    header, sep, payload = raw.partition(b"\r\n\r\n")
+    lines = header.decode("latin-1").split("\r\n")
+    status_line = lines[0].split(" ", 2)
+    if not sep or len(status_line) < 2 or not status_line[0].startswith("HTTP/"):
+        raise HttpError(f"not an HTTP response from {host}:{port}")
+    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
+    if fields.get("transfer-encoding", "").lower() == "chunked":
+        payload = _dechunk(payload)
+    return int(status_line[1]), payload
+
+
+def _dechunk(data: bytes) -> bytes:
+    out = bytearray()
+    while data:
+        size_line, _, rest = data.partition(b"\r\n")
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        data = rest[size + 2 :]
+    return bytes(out)
+
+
 def _record_failure(failure_class: str, started: float) -> None:
     try:
         from bosun.server import telemetry
@@ -106,23 +175,20 @@ def run(args: argparse.Namespace) -> int:
         _record_failure("daemon", started)
         return 0
     timeout = args.timeout if args.timeout is not None else float(os.environ.get("BOSUN_HOOK_TIMEOUT_S", DEFAULT_TIMEOUT_S))
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(url, data=json.dumps({"prompt": prompt}).encode("utf-8"), headers=headers,
-                                     method="POST")
     try:
-        # loopback daemon: skip proxy discovery, which costs a few ms per fresh process
-        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-        with opener.open(request, timeout=timeout) as resp:
-            result = json.loads(resp.read().decode("utf-8"))
+        status, payload = post_json(url, {"prompt": prompt}, token, timeout)
     except TimeoutError:
         _record_failure("timeout", started)
         return 0
-    except urllib.error.HTTPError as exc:
-        _record_failure("input" if exc.code == 400 else "daemon", started)
+    except (OSError, ValueError):
+        _record_failure("daemon", started)
         return 0
-    except (urllib.error.URLError, OSError, ValueError):
+    if status != 200:
+        _record_failure("input" if status == 400 else "daemon", started)
+        return 0
+    try:
+        result = json.loads(payload.decode("utf-8"))
+    except ValueError:
         _record_failure("daemon", started)
         return 0
     try:
