@@ -29,6 +29,10 @@ def parse_labelled(lines: Iterable[str], known: set[str] | None = None) -> list[
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
             raise InvalidInput(f"line {no}", "needs a string 'prompt'", '{"prompt": "...", "expected": []}')
         exp = row.get("expected", [])
+        if exp is None:
+            exp = []
+        elif isinstance(exp, str):  # a single name written bare
+            exp = [exp]
         if not isinstance(exp, list) or not all(isinstance(x, str) for x in exp):
             raise InvalidInput(f"line {no}.expected", "must be a list of policy names ([] for a negative)")
         sib = row.get("sibling", [])

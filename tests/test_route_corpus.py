@@ -142,3 +142,19 @@ def test_fast_tfidf_matches_sklearn() -> None:
         q = index.vectorizer.transform([prompt])  # type: ignore[union-attr]
         ref = np.asarray((index.lex_matrix[0] @ q.T).toarray()).ravel()
         assert np.allclose(ours, ref, atol=1e-5)
+
+
+def test_labelled_jsonl_parsing() -> None:
+    from bosun.core.errors import InvalidInput
+    from bosun.core.route_metrics import compute, parse_labelled
+
+    rows = parse_labelled([
+        '{"prompt": "a", "expected": ["x"]}', "", '{"prompt": "b", "expected": "y", "sibling": "x"}',
+        '{"prompt": "c", "expected": []}', '{"prompt": "d", "expected": null}',
+    ])
+    assert [r.expected for r in rows] == [("x",), ("y",), (), ()] and rows[1].sibling == ("x",)
+    m = compute(rows, [["x", "z"], ["x"], [], ["y"]])
+    assert m["recall_at_2"] == 0.5 and m["top1"] == 0.5 and m["false_alarms"] == 1
+    assert m["harmful_sibling_rate"] == 1.0 and m["precision"] == 1 / 4
+    with pytest.raises(InvalidInput, match="line 2"):
+        parse_labelled(['{"prompt": "a"}', "{not json"])
