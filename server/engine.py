@@ -11,7 +11,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import aiosqlite
 import anyio
@@ -29,6 +29,7 @@ from bosun.store.schema import SCHEMA_VERSION
 log = logging.getLogger("bosun.engine")
 
 EmbedderFactory = Callable[[Config], Embedder]
+T = TypeVar("T")
 
 
 class ModelUnavailable(BosunError):
@@ -120,6 +121,12 @@ class Engine:
         if self.db is None:
             raise RuntimeError("engine is not open")
         return self.db
+
+    def extension(self, key: str, factory: Callable[[Engine], T]) -> T:
+        """The feature service stored under ``key``, created by ``factory(engine)`` on first use."""
+        if key not in self.extensions:
+            self.extensions[key] = factory(self)
+        return cast(T, self.extensions[key])
 
     def model_ready(self) -> bool:
         return self.model_state == "ready"

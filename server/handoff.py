@@ -169,8 +169,4 @@ class HandoffService:
 
 
 def handoff_of(engine: Engine) -> HandoffService:
-    svc = engine.extensions.get(EXTENSION_KEY)
-    if not isinstance(svc, HandoffService):
-        svc = HandoffService(engine)
-        engine.extensions[EXTENSION_KEY] = svc
-    return svc
+    return engine.extension(EXTENSION_KEY, HandoffService)

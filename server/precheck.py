@@ -167,8 +167,4 @@ class PrecheckService:
 
 def precheck_of(engine: Engine) -> PrecheckService:
     """The engine's PrecheckService (created on first use)."""
-    svc = engine.extensions.get(EXTENSION_KEY)
-    if not isinstance(svc, PrecheckService):
-        svc = PrecheckService(engine)
-        engine.extensions[EXTENSION_KEY] = svc
-    return svc
+    return engine.extension(EXTENSION_KEY, PrecheckService)

@@ -282,8 +282,4 @@ class TaskService:
 
 def tasks_of(engine: Engine) -> TaskService:
     """The process's TaskService (created on first use)."""
-    service = engine.extensions.get(EXTENSION_KEY)
-    if not isinstance(service, TaskService):
-        service = TaskService(engine)
-        engine.extensions[EXTENSION_KEY] = service
-    return service
+    return engine.extension(EXTENSION_KEY, TaskService)
