@@ -8,6 +8,7 @@ the last exit: one model load and one store per process.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -84,6 +85,7 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
         log_level="WARNING",
     )
     mcp.middleware.append(_reject_unknown_tools(mcp))
+    mcp.middleware.append(_compact_json_text)
     for module in TOOL_MODULES:
         module.register(mcp)
     if engine.config.tools:
@@ -106,6 +108,21 @@ def keep_only_tools(mcp: MCPServer[Any], wanted: list[str]) -> None:
         raise ValueError(f"BOSUN_TOOLS names unknown tools {unknown}; known: {', '.join(sorted(known))}")
     for name in sorted(known - set(wanted)):
         mcp.remove_tool(name)
+
+
+async def _compact_json_text(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+    """Tool answers reach the model as compact JSON: the SDK indents it, which costs tokens every turn."""
+    result = await call_next(ctx)
+    if ctx.method != "tools/call" or not isinstance(result, dict):
+        return result
+    for block in result.get("content") or ():
+        text = block.get("text") if isinstance(block, dict) else None
+        if isinstance(text, str) and text[:1] in "{[" and "\n  " in text:
+            try:
+                block["text"] = json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":"))
+            except ValueError:
+                continue
+    return result
 
 
 def _reject_unknown_tools(mcp: MCPServer[Engine]) -> Any:
