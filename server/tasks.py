@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core.errors import Conflict, InvalidInput, NotFound
 from bosun.core.manifest import build_manifest
+from bosun.core.redact import Redactor, redact_value
 from bosun.core.seal import SEAL_PREFIX, norm, parse_seal, text_sha, verdict
 from bosun.core.task_state import Event, TaskState, apply_event, rebuild
 from bosun.core.tokens import estimate_tokens
@@ -75,6 +76,10 @@ class TaskService:
         self._locks: dict[str, asyncio.Lock] = {}
         self._setup_lock = asyncio.Lock()
         self._ready = False
+        # secrets are scrubbed before anything is hashed or journaled: a token pasted into a
+        # constraint or a handoff result must not land in the store or the seal
+        self.redactor = Redactor(getattr(engine.config, "redact_disable", ()) or (),
+                                 getattr(engine.config, "redact_extra", ()) or ())
 
     async def store(self) -> TaskStore:
         if not self._ready:
@@ -160,13 +165,15 @@ class TaskService:
         extra: Sequence[tuple[str, Mapping[str, Any]]] = (),
     ) -> TaskState:
         """Create a task; ``extra`` events (lessons, memory, rules ...) land in the same statement."""
-        payload = {
+        payload: dict[str, Any] = {
             "objective": check_text("objective", objective),
             "constraints": [check_text(f"constraints[{i}]", c) for i, c in enumerate(constraints)],
             "decisions": [check_text(f"decisions[{i}]", d) for i, d in enumerate(decisions)],
             "plan": [check_text(f"plan[{i}]", s) for i, s in enumerate(plan)],
             "budget": dict(budget or {}),
         }
+        payload = self._scrub(payload)
+        extra = [(k, self._scrub(p)) for k, p in extra]
         tid = check_task_id(task_id) if task_id is not None else "t_" + secrets.token_hex(6)
         store = await self.store()
         async with self._lock(tid):
@@ -208,7 +215,7 @@ class TaskService:
                 raise InvalidInput("objective", "is immutable once the task started", "start a new task instead")
             if not isinstance(payload, Mapping):
                 raise InvalidInput("payload", f"must be an object, got {type(payload).__name__}")
-            batch.append(NewEvent(kind, dict(payload), agent))
+            batch.append(NewEvent(kind, self._scrub(payload), agent))
         if expected_version is not None and (not isinstance(expected_version, int) or expected_version < 1):
             raise InvalidInput("based_on_version", f"must be a version >= 1, got {expected_version!r}",
                                "the v= value of your manifest")
@@ -237,6 +244,11 @@ class TaskService:
             self._states[task_id] = state
             return state
 
+    def _scrub(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        scrubbed = redact_value(dict(payload), self.redactor)
+        assert isinstance(scrubbed, dict)
+        return scrubbed
+
     async def head_event(
         self, state: TaskState, kind: str, text: str
     ) -> tuple[tuple[str, dict[str, Any]] | None, dict[str, Any]]:
@@ -248,6 +260,7 @@ class TaskService:
             raise InvalidInput("kind", f"unknown head kind {kind!r}", ", ".join(HEAD_KINDS))
         if not isinstance(text, str) or not text.strip():
             raise InvalidInput("text", "must be the non-empty text of the " + kind)
+        text = self.redactor.scrub(text)
         canonical = norm(text)
         digest = text_sha(text)
         tokens = estimate_tokens(canonical)
