@@ -277,13 +277,16 @@ class AnchorScan:
             self.plan.append((lit, k, code))
 
     def positions(self, data: bytes) -> dict[bytes, list[int]]:
-        out: dict[bytes, list[int]] = {lit: [] for lit in self.literals}
+        """Literal -> sorted start offsets in ``data.lower()``; literals that do not occur are absent."""
+        out: dict[bytes, list[int]] = {}
         n = len(data)
-        if len(data) < SCAN_ABOVE:
+        if n < SCAN_ABOVE:
             lowered = data.lower()
             for lit in self.literals:
-                hits = out[lit]
                 i = lowered.find(lit)
+                if i < 0:
+                    continue
+                hits = out[lit] = []
                 while i >= 0:
                     hits.append(i)
                     i = lowered.find(lit, i + 1)
@@ -292,7 +295,9 @@ class AnchorScan:
         folded = raw | 0x20
         for lit in self.singles:
             src = folded if 97 <= lit[0] <= 122 else raw
-            out[lit] = np.flatnonzero(src == lit[0]).tolist()
+            single = np.flatnonzero(src == lit[0])
+            if len(single):
+                out[lit] = single.tolist()
         if not self.plan or n < 2:
             return out
         even = folded[: n - n % 2].view("<u2")  # pairs starting at 0, 2, 4, ...
@@ -310,7 +315,8 @@ class AnchorScan:
                     break
                 src = folded if 97 <= ch <= 122 else raw  # a letter matches either case; others exactly
                 sel = sel[src[sel + j] == ch]
-            out[lit] = np.sort(sel).tolist()
+            if len(sel):
+                out[lit] = np.sort(sel).tolist()
         return out
 
 
@@ -351,6 +357,7 @@ class Redactor:
         self.rules: tuple[Rule, ...] = tuple(rules)
         self.names = tuple(r.name for r in self.rules)
         self.scan = AnchorScan(a for r in self.rules for a in r.anchors)
+        self.all_anchored = all(r.anchors for r in self.rules)  # no anchor found -> nothing to redact
 
     def redact_bytes(self, data: bytes) -> tuple[bytes, dict[str, int]]:
         """Scrub UTF-8 ``data``; invalid bytes pass through unchanged (surrogateescape).
@@ -364,6 +371,10 @@ class Redactor:
         if not data:
             return data, counts
         found: dict[bytes, list[int]] | None = None
+        if self.all_anchored:
+            found = self.scan.positions(data)
+            if not found:
+                return data, counts
         for rule in self.rules:
             n = 0
             if not rule.needles:
