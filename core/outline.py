@@ -13,6 +13,7 @@ bounded window (head and tail) so a megabyte outlines in a few milliseconds.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -242,8 +243,33 @@ def _regions(n: int) -> list[tuple[int, int]]:
     return [(0, WINDOW_HEAD), (n - WINDOW_TAIL, n)]
 
 
+@functools.lru_cache(maxsize=32)
+def _line_start_rx(needles: tuple[str, ...]) -> re.Pattern[str] | None:
+    """``\\n(needle|...)``: one scan finds every needle at a line start (a literal first character
+    lets the regex engine skip ahead fast). None when one needle is a prefix of another (then one
+    alternative could hide another's hit at the same position)."""
+    if not needles or any("\n" in a or (a != b and b.startswith(a)) for a in needles for b in needles):
+        return None
+    return re.compile("\n(" + "|".join(re.escape(n) for n in needles) + ")")
+
+
 def _literal_line_starts(text: str, needles: tuple[str, ...], cap: int) -> list[int]:
-    """Positions of needles that start a line, in text order (str.find: no regex over the payload)."""
+    """Positions of needles that start a line, in text order (at most ``cap`` per needle and window)."""
+    rx = _line_start_rx(needles)
+    if rx is not None:
+        hits: list[int] = []
+        for lo, hi in _regions(len(text)):
+            seen = dict.fromkeys(needles, 0)
+            for needle in needles:  # a needle at the very start of the window's text
+                if lo == 0 and text.startswith(needle):
+                    hits.append(0)
+                    seen[needle] += 1
+            for m in rx.finditer(text, max(lo - 1, 0), hi):
+                needle = m.group(1)
+                if seen[needle] < cap:
+                    seen[needle] += 1
+                    hits.append(m.start(1))
+        return sorted(set(hits))
     found: list[int] = []
     for lo, hi in _regions(len(text)):
         for needle in needles:

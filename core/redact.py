@@ -45,6 +45,7 @@ class Rule:
     quick: tuple[str, ...] = ()  # plain literals, one of which occurs when a needle does (for regex needles)
     quick_regex: bool = False  # needles share a literal prefix: one regex search beats several byte scans
     hit_filter: Callable[[bytes, int], bool] | None = None  # cheap case-insensitive byte check after a literal hit
+    requires: re.Pattern[str] | None = None  # a cheap regex that finds a part of every match (window precheck)
 
     @functools.cached_property
     def prefilter(self) -> re.Pattern[bytes]:
@@ -208,6 +209,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         accept=looks_random,
         name_group=1,
         hit_filter=lambda low, end: _assignment_follows(low, end),
+        requires=_rx(r"[:=]\s*[\"']?[A-Za-z0-9+/=_\-.~!@#%^*]{16}"),  # the assignment and 16 value chars
     ),
 )
 
@@ -445,7 +447,10 @@ def _apply_windows(rule: Rule, data: bytes, hits: list[int]) -> tuple[bytes, int
     last = 0
     total = 0
     for lo, hi in windows:
-        piece, n = _apply(rule, data[lo:hi].decode("utf-8", "surrogateescape"))
+        window = data[lo:hi].decode("utf-8", "surrogateescape")
+        if rule.requires is not None and rule.requires.search(window) is None:
+            continue  # no match can be in this window
+        piece, n = _apply(rule, window)
         if n:
             out.append(data[last:lo])
             out.append(piece.encode("utf-8", "surrogateescape"))

@@ -76,8 +76,22 @@ def piece_cost(piece: str) -> float:
     return COSTS[cls][n - 1]
 
 
+_COST_OF: dict[str, float] = {}  # piece -> cost, read by a C-level map (a Python call per piece costs more)
+_COST_OF_MAX = 65536
+
+
 def estimate_tokens(text: str) -> int:
     """Estimated model tokens in ``text`` (never less than 1 for non-empty text)."""
     if not text:
         return 0
-    return max(1, round(sum(piece_cost(p) for p in _SPLIT.findall(text))))
+    found = _SPLIT.findall(text)
+    try:
+        total = sum(map(_COST_OF.__getitem__, found))  # same order as summing piece_cost: the same float
+    except KeyError:
+        if len(_COST_OF) > _COST_OF_MAX:
+            _COST_OF.clear()
+        for p in found:
+            if p not in _COST_OF:
+                _COST_OF[p] = piece_cost(p)
+        total = sum(map(_COST_OF.__getitem__, found))
+    return max(1, round(total))

@@ -25,6 +25,7 @@ from bosun.core.ledger import parse_prices
 from bosun.core.loopguard import args_hash, canonical_args, error_signature, shell_command
 from bosun.core.offload import (
     build_stub,
+    count_lines,
     decide,
     fast_tokens,
     get_mode,
@@ -203,7 +204,7 @@ class OffloadService:
         ol = None
         outline_kind = None
         facts: dict[str, Any] = {}
-        total_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        total_lines = count_lines(data)  # the bytes hold the same newlines as ``text``
         kind = detect_kind(text, command)
         if choice.offload or failed or kind == "test":  # a test run's outcome sets tests_passed even when small
             budget = pm.outline_budget(tokens)
