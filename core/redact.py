@@ -308,17 +308,29 @@ class AnchorScan:
         i1 = np.flatnonzero(np.take(self.table, odd))
         starts = np.concatenate((i0 * 2, i1 * 2 + 1))
         codes = np.concatenate((even[i0], odd[i1]))
+        order = np.argsort(starts, kind="stable")  # text order, so each literal's hits come out sorted
+        starts, codes = starts[order], codes[order]
+        by_code: dict[int, np.ndarray] = {}
         for lit, k, code in self.plan:
-            sel = starts[codes == code] - k
+            sel = by_code.get(code)
+            if sel is None:
+                sel = by_code[code] = starts[codes == code]
+            if not len(sel):
+                continue
             m = len(lit)
-            sel = sel[(sel >= 0) & (sel <= n - m)]
+            sel = sel - k
+            if k or sel[-1] > n - m:
+                sel = sel[(sel >= 0) & (sel <= n - m)]
             for j, ch in enumerate(lit):
                 if not len(sel):
                     break
-                src = folded if 97 <= ch <= 122 else raw  # a letter matches either case; others exactly
+                letter = 97 <= ch <= 122
+                if letter and k <= j <= k + 1:
+                    continue  # the folded pair already matched this letter in either case
+                src = folded if letter else raw  # a letter matches either case; others exactly
                 sel = sel[src[sel + j] == ch]
             if len(sel):
-                out[lit] = np.sort(sel).tolist()
+                out[lit] = sel.tolist()
         return out
 
 

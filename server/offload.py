@@ -214,6 +214,7 @@ class OffloadService:
             outline_kind, facts = ol.kind, ol.facts
         ref = await self.engine.refs.put(data, MEDIA_TEXT)  # committed before the event that points at it
         digest = ref.rsplit(":", 1)[1]
+        cost = 0
         if choice.offload and ol is not None:
             stub = build_stub(short_ref(digest), len(data), tokens, total_lines, ol)
             cost = stub_tokens(stub)
@@ -227,7 +228,7 @@ class OffloadService:
         payload: dict[str, Any] = {
             "tool": tool, "args_hash": a_hash, "args": short_args(red_args), "sha256": digest, "bytes": len(data),
             "tokens": tokens, "ref": ref if offloaded else None, "stored_ref": ref, "offloaded": offloaded,
-            "stub_tokens": stub_tokens(stub) if stub else 0, "response_tokens": resp_tokens, "mode": pm.name,
+            "stub_tokens": cost if stub else 0, "response_tokens": resp_tokens, "mode": pm.name,
             "reason": choice.reason, "content_kind": outline_kind, "redactions": redactions or None,
         }
         events: list[tuple[str, dict[str, Any]]] = []
