@@ -98,3 +98,41 @@ def test_entropy_gate() -> None:
     assert looks_random("k8#2jf93jf0a9sdjf0A9SDJF023jfa")
     assert not looks_random("changeme_please_now")
     assert not looks_random("short1")
+
+
+def _find_all(hay: bytes, lit: bytes) -> list[int]:
+    out = []
+    i = hay.find(lit)
+    while i >= 0:
+        out.append(i)
+        i = hay.find(lit, i + 1)
+    return out
+
+
+def test_anchor_scan_equals_a_find_loop_on_large_payloads() -> None:
+    """The vectorised scan (payloads >= SCAN_ABOVE) finds exactly what ``lowered.find`` finds."""
+    from bosun.core.redact import SCAN_ABOVE, AnchorScan
+
+    lits = [b"key", b"eyj", b"://", b"sk-", b"k_", b"a", b"-", b"accountkey=", b"hooks.slack.com"]
+    scan = AnchorScan(lits)
+    tricky = b"KEY kEy\rK\x7fY EYJ eyj S\rK- sk- SK-\rk_ K\x7f ://:\x1a/ \x00ccountkey= AccountKey= HOOKS.slack.COM keykey"
+    data = (b"plain line of output with nothing in it\n" * 120 + tricky + b"\n" + "é ünïcode KEY\n".encode()) * 3
+    data += b"ends with ke"  # a partial literal at the very end
+    assert len(data) >= SCAN_ABOVE
+    got = scan.positions(data)
+    low = data.lower()
+    for lit in lits:
+        assert got.get(lit, []) == _find_all(low, lit), lit
+    assert scan.positions(data[:100]) == {lit: _find_all(low[:100], lit) for lit in lits if lit in low[:100]}
+
+
+def test_large_payload_is_scrubbed_like_small_ones() -> None:
+    """Secrets deep inside a megabyte-scale payload are caught, on the right lines only."""
+    r = Redactor()
+    filler = "".join(f"line {i}: sort_key = {i:040x} cache_key(x) ok\n" for i in range(3000))
+    for name, secret in SECRETS.items():
+        small = r.redact(secret)
+        big = r.redact(filler + secret + "\n" + filler)
+        assert big.counts == small.counts, name
+        assert small.text in big.text, name
+    assert r.redact(filler).counts == {}
