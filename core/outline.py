@@ -89,6 +89,17 @@ def line_number_at(text: str, pos: int) -> int:
     return text.count("\n", 0, pos) + 1
 
 
+def _line_numbers(text: str, positions: list[int]) -> dict[int, int]:
+    """``line_number_at`` for several positions in one pass over the text (not one pass each)."""
+    out: dict[int, int] = {}
+    line, last = 1, 0
+    for pos in sorted(set(positions)):
+        line += text.count("\n", last, pos)
+        out[pos] = line
+        last = pos
+    return out
+
+
 def _line_at(text: str, pos: int) -> str:
     lo = text.rfind("\n", 0, pos) + 1
     hi = text.find("\n", pos)
@@ -301,10 +312,14 @@ def _first_error_lines(text: str, limit: int) -> list[tuple[int, str]]:
                 start = hay.find("\n", i, hi)
                 if start < 0:
                     break
+    rejected: set[str] = set()  # several needles often hit one line: match it once
     for pos in sorted(set(positions)):
         line = _line_at(text, pos)
         key = line.strip()
-        if key in found or not _ERROR_LINE.match(key):
+        if key in found or key in rejected:
+            continue
+        if not _ERROR_LINE.match(key):
+            rejected.add(key)
             continue
         found[key] = pos
         if len(found) >= limit * 4:
@@ -312,7 +327,8 @@ def _first_error_lines(text: str, limit: int) -> list[tuple[int, str]]:
     ranked = sorted(found.items(), key=lambda kv: kv[1])
     # prefer the final exception lines over "Traceback" headers
     chosen = [kv for kv in ranked if not kv[0].startswith("Traceback")][:limit] or ranked[:limit]
-    return [(line_number_at(text, pos), line) for line, pos in chosen]
+    numbers = _line_numbers(text, [pos for _, pos in chosen])
+    return [(numbers[pos], line) for line, pos in chosen]
 
 
 def _log(text: str) -> Outline:
