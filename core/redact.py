@@ -197,7 +197,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "url_password",
         _rx(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@[A-Za-z0-9.\-\[]"),
         (":/(?=/)",), group=1, quick=("://",),
-        accept=lambda s: _url_password(s),
+        accept=lambda s: _url_password(s), requires=_rx("@"),
     ),
     Rule(
         "secret_assignment",
