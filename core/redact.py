@@ -243,14 +243,38 @@ _PLACEHOLDERS = frozenset(
 RULE_NAMES = tuple(r.name for r in DEFAULT_RULES)
 
 
-# bytes from most to least frequent in agent output: an anchor is looked up by its rarest bigram
-_COMMON = b" etaoinsrlcdhupm\nfg.ybw,_/=-:()kv\"'x0123456789"
+# an anchor is looked up by its rarest byte pair (fewest candidates to check); a pair's rank in
+# ``_COMMON_PAIRS`` (measured on miniswe tool output) says how common it is, unlisted pairs are rare
+_COMMON_PAIRS = (  # the 300 most frequent byte pairs of lower-cased agent output, most frequent first
+    b'  inestest==, reseon..atdeerelore  itit '
+    b'le--py s ts arcoanalen aasngthn etmerot_'
+    b'ioed r f.pratr dli= itodta =fint__nsssno'
+    b'isecctf : he cnds.nelfmplaexto opaged  n'
+    b'ammatsotnailfo 1ripeefrtr  pursirscepre_'
+    b'utf.omcamoims/ocie \'dini elotupo/t 2 "ld'
+    b' molifoolsrnue):nculdaveabchllplcl lbeic'
+    b'undoe.g igopacvae(emapag beaep_s_c(ssp_m'
+    b'"" w __ioubafahod__ts_lumisuaiadm _pfrty'
+    b'halthie,gott_f (idpty ckrgrrt.us# ppupja'
+    b'e)djaublxt_aquo n_rmial so #gsumke) sa()'
+    b'ytsy/st(/d u_dwiyp 3y:.r_na e:wa./s:nf_r'
+    b'.cee\',duryof24",r(._.aymir20gr [ hs)ob-r'
+    b' vdss,/lr.4 sc 4tbl_ibruph. bud/_ls(xph '
+    b'.s/c))ht- r_cugios_ 10msrc -),f,_erdew g'
+)
+_PAIR_RANK = {_COMMON_PAIRS[i : i + 2]: i // 2 for i in range(0, len(_COMMON_PAIRS), 2)}
 SCAN_ABOVE = 4096  # smaller payloads use plain byte searches (the vectorised pass has a fixed cost)
 
 
-def _rarity(ch: int) -> int:
-    i = _COMMON.find(bytes([ch | 0x20 if 65 <= ch <= 90 else ch]))
-    return len(_COMMON) if i < 0 else i
+_COMMON_BYTES = b" etaoinsrlcdhupm\nfg.ybw,_/=-:()kv\"'x0123456789"  # the same idea for single bytes
+
+
+def _rarity(pair: bytes) -> tuple[int, int]:
+    """Higher is rarer: the pair's rank, then (among unlisted pairs) how rare its bytes are."""
+    low = pair.lower()
+    byte_rank = sum(len(_COMMON_BYTES) if _COMMON_BYTES.find(low[i : i + 1]) < 0 else _COMMON_BYTES.find(low[i : i + 1])
+                    for i in range(len(low)))
+    return _PAIR_RANK.get(low, len(_PAIR_RANK)), byte_rank
 
 
 class AnchorScan:
@@ -273,7 +297,7 @@ class AnchorScan:
             if len(lit) < 2:
                 self.singles.append(lit)
                 continue
-            k = max(range(len(lit) - 1), key=lambda i: _rarity(lit[i]) + _rarity(lit[i + 1]))
+            k = max(range(len(lit) - 1), key=lambda i: _rarity(lit[i : i + 2]))
             code = (lit[k] | 0x20) | ((lit[k + 1] | 0x20) << 8)
             self.table[code] = True
             self.plan.append((lit, k, code))
