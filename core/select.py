@@ -169,8 +169,9 @@ _REASONS: dict[int, Reason] = {_IRRELEVANT: "irrelevant", _REDUNDANT: "redundant
 
 
 class _Run:
-    """One selection's state. An iteration is a few vector operations over the pool;
-    nearest items and reasons are only written out for what the answer shows."""
+    """One selection's state. An iteration is a few in-place vector operations over the
+    pool (numpy call overhead, not arithmetic, is what a 200-candidate pool costs); nearest
+    items and reasons are only written out for what the answer shows."""
 
     def __init__(self, pool: Pool, budget: int, strategy: str, params: Params) -> None:
         self.pool = pool
@@ -179,130 +180,204 @@ class _Run:
         self.budget = int(budget)
         cands = np.asarray(pool.candidates, dtype=np.float32)
         self.cands = cands
-        self.n = cands.shape[0]
+        self.n = n = cands.shape[0]
+        self.tok = pool.tokens  # scalar reads: a Python sequence is faster than numpy scalars
         self.tokens = np.asarray(pool.tokens, dtype=np.int64)
         self.rel = cands @ np.asarray(pool.goal, dtype=np.float32)
-        self.relpos = np.maximum(self.rel, 0.0)
-        self.lamrel = params.mmr_lambda * self.rel
-        self.names = list(pool.labels) + list(pool.context_labels)
+        # only what the strategy's score reads
+        self.relpos = np.maximum(self.rel, 0.0) if strategy == "psi0" else self.rel
+        self.lamrel = params.mmr_lambda * self.rel if strategy == "mmr" else self.rel
         ctx = pool.context
         self.ctx = np.asarray(ctx, dtype=np.float32) if ctx is not None and len(ctx) else None
         self.maxsim = (np.maximum((cands @ self.ctx.T).max(axis=1), 0.0) if self.ctx is not None
-                       else np.zeros(self.n, np.float32))  # clipped at 0: only closeness counts
+                       else np.zeros(n, np.float32))  # clipped at 0: only closeness counts
         self.picked: list[int] = []
         self.lex = _Lexical(pool, params) if strategy == "hybrid" else None
-        self.code = np.zeros(self.n, dtype=np.int8)
-        self.red_with = np.full(self.n, -1, dtype=np.int64)  # for context duplicates: filled lazily
-        self.left_at = np.zeros(self.n, dtype=np.int64)
+        self.code = np.zeros(n, dtype=np.int8)
+        self.red_with = np.full(n, -1, dtype=np.int64)  # for context duplicates: filled lazily
+        self.left_at = np.zeros(n, dtype=np.int64)
+        self._refs: tuple[F32, npt.NDArray[np.int64]] | None = None
+
+    def name(self, j: int) -> str:
+        """The label of candidate ``j`` (or of context item ``j - n``)."""
+        return str(self.pool.labels[j]) if j < self.n else str(self.pool.context_labels[j - self.n])
 
     # -- scoring ---------------------------------------------------------------------------
     def relevance(self) -> F32:
         return self.rel if self.lex is None else self.lex.relevance(self.rel)
 
-    def score(self, rel: F32) -> F32:
+    def score(self, rel: F32, out: F32 | None = None, idx: npt.NDArray[np.int64] | None = None) -> F32:
+        """The strategy's score; ``idx``: only for those candidates (``rel`` is then theirs).
+
+        Written in place into ``out`` with the same float32 operations, in the same order,
+        as the plain expressions in the comments (so the numbers are bit-identical).
+        """
         s = self.strategy
-        if s == "baseline":
-            return rel
-        if s == "psi0":
-            return self.relpos * (1.0 - self.maxsim)
-        if s == "mmr":
-            return self.lamrel - self.p.one_minus_lambda * self.maxsim
-        over = np.maximum(self.maxsim - self.p.overlap_threshold, 0.0)
-        return rel - self.p.overlap_penalty * over
+        maxsim = self.maxsim if idx is None else self.maxsim[idx]
+        if s == "baseline":  # rel
+            if out is None:
+                return rel
+            np.copyto(out, rel)
+            return out
+        if s == "psi0":  # relpos * (1 - maxsim)
+            buf = np.subtract(1.0, maxsim, out=out)
+            return np.multiply(self.relpos if idx is None else self.relpos[idx], buf, out=buf)
+        if s == "mmr":  # lamrel - (1 - lambda) * maxsim
+            buf = np.multiply(self.p.one_minus_lambda, maxsim, out=out)
+            return np.subtract(self.lamrel if idx is None else self.lamrel[idx], buf, out=buf)
+        # hybrid: rel - penalty * max(maxsim - threshold, 0)
+        buf = np.subtract(maxsim, self.p.overlap_threshold, out=out)
+        np.maximum(buf, 0.0, out=buf)
+        np.multiply(self.p.overlap_penalty, buf, out=buf)
+        return np.subtract(rel, buf, out=buf)
 
     # -- the loop --------------------------------------------------------------------------
     def run(self, out: Selection, explain: int) -> Selection:
         p = self.p
         code = self.code
+        tok = self.tok
+        maxsim = self.maxsim
+        cands = self.cands
+        strategy = self.strategy
         code[self.rel < p.min_relevance] = _IRRELEVANT
-        if self.strategy != "baseline":
-            code[(code == _NONE) & (self.maxsim >= p.redundancy_threshold)] = _REDUNDANT
+        if strategy != "baseline" and self.ctx is not None:  # without context maxsim is 0
+            code[(code == _NONE) & (maxsim >= p.redundancy_threshold)] = _REDUNDANT
         avail = code == _NONE
         dead = np.where(avail, 0.0, -np.inf).astype(np.float32)  # -inf for anything no longer available
         remaining = self.budget
+        max_tok = int(self.tokens.max())  # once the budget holds the largest, nothing is over it
         scores: list[float] = []
         rels: list[float] = []
         novs: list[float] = []
-        tie = self.strategy in ("psi0", "hybrid")  # psi-loop's near-tie rule belongs to its scores
-        dedup = self.strategy != "baseline"  # novelty strategies drop near-duplicates
+        picked = self.picked
+        tie = strategy in ("psi0", "hybrid")  # psi-loop's near-tie rule belongs to its scores
+        dedup = strategy != "baseline"  # novelty strategies drop near-duplicates
+        thr = p.redundancy_threshold
+        max_items = p.max_items
+        neg_inf = -np.inf
+        masked = np.empty(self.n, dtype=np.float32)
+        lex = self.lex
+        rel = self.rel
+        # strategy constants, read once (the expressions are those of ``score``)
+        relpos, lamrel, olam = self.relpos, self.lamrel, p.one_minus_lambda
+        othr, open_ = p.overlap_threshold, p.overlap_penalty
+        hybrid = strategy == "hybrid"
+        if hybrid:
+            # hybrid's penalty, penalty * max(maxsim - threshold, 0), is monotone in maxsim, so it
+            # is kept up to date with a maximum when a pick has a neighbour past the threshold,
+            # rather than recomputed every step; +inf marks anything no longer available
+            pen = np.subtract(maxsim, othr)
+            np.maximum(pen, 0.0, out=pen)
+            np.multiply(open_, pen, out=pen)
+            pen -= dead
         while True:
-            if p.max_items is not None and len(self.picked) >= p.max_items:
+            if max_items is not None and len(picked) >= max_items:
                 break
-            rel = self.relevance()
-            masked = self.score(rel) + dead
+            if lex is not None:
+                rel = lex.relevance(self.rel)
+            if hybrid:  # rel - penalty * max(maxsim - threshold, 0), -inf when unavailable
+                np.subtract(rel, pen, out=masked)
+            elif strategy == "psi0":  # relpos * (1 - maxsim)
+                np.subtract(1.0, maxsim, out=masked)
+                np.multiply(relpos, masked, out=masked)
+            elif strategy == "mmr":  # lamrel - (1 - lambda) * maxsim
+                np.multiply(olam, maxsim, out=masked)
+                np.subtract(lamrel, masked, out=masked)
+            else:
+                np.copyto(masked, rel)
+            if not hybrid:
+                masked += dead
             while True:  # the best that fits; a better one that does not fit is over budget
                 best = int(masked.argmax())
-                if masked[best] == -np.inf or self.tokens[best] <= remaining:
+                top = masked[best]
+                if top == neg_inf or tok[best] <= remaining:
                     break
-                code[best], self.left_at[best], avail[best], masked[best] = _OVER, remaining, False, -np.inf
-                dead[best] = -np.inf
-            if masked[best] == -np.inf:
+                code[best], self.left_at[best], avail[best], masked[best] = _OVER, remaining, False, neg_inf
+                dead[best] = neg_inf
+                if hybrid:
+                    pen[best] = np.inf
+            if top == neg_inf:
                 break
             if tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
-                ties = np.flatnonzero(masked >= masked[best] - NEAR_TIE_EPSILON)
+                ties = (masked >= top - NEAR_TIE_EPSILON).nonzero()[0]
                 if len(ties) > 1:
-                    ties = ties[self.tokens[ties] <= remaining]
-                    best = int(ties[np.argmax(rel[ties])])
-            scores.append(float(masked[best]))
+                    if max_tok > remaining:
+                        ties = ties[self.tokens[ties] <= remaining]
+                    best = int(ties[rel[ties].argmax()])
+            scores.append(float(masked[best]) + 0.0)  # + 0.0: the score is never -0.0
             rels.append(float(rel[best]))
-            novs.append(float(max(0.0, 1.0 - self.maxsim[best])))
-            remaining -= int(self.tokens[best])
+            novs.append(float(max(0.0, 1.0 - maxsim[best])))
+            remaining -= int(tok[best])
             avail[best] = False
-            dead[best] = -np.inf
-            self.picked.append(best)
-            col = self.cands @ self.cands[best]  # one column per pick: no n x n matrix
-            np.maximum(self.maxsim, col, out=self.maxsim)
-            if self.lex is not None:
-                self.lex.join(best)
+            dead[best] = neg_inf
+            if hybrid:
+                pen[best] = np.inf
+            picked.append(best)
+            col = cands @ cands[best]  # one column per pick: no n x n matrix
+            np.maximum(maxsim, col, out=maxsim)
+            if lex is not None:
+                lex.join(best)
             if dedup:
                 col[best] = -1.0
-                hits = col >= p.redundancy_threshold
-                if hits.any():
-                    dup = avail & hits
-                    code[dup], self.red_with[dup], avail[dup], dead[dup] = _REDUNDANT, best, False, -np.inf
+                near = col[col.argmax()]
+                if near >= thr:
+                    dup = avail & (col >= thr)
+                    code[dup], self.red_with[dup], avail[dup], dead[dup] = _REDUNDANT, best, False, neg_inf
+                    if hybrid:
+                        pen[dup] = np.inf
+                if hybrid and near > othr:  # below the threshold the penalty of ``col`` is 0
+                    np.subtract(col, othr, out=masked)
+                    np.maximum(masked, 0.0, out=masked)
+                    np.multiply(open_, masked, out=masked)
+                    np.maximum(pen, masked, out=pen)
         if dedup and rels:
             # more relevant than a pick and close to something chosen or given: its lack of
             # novelty is what kept it out, whatever the budget did afterwards
             lost = ((avail | (code == _OVER)) & (self.relevance() > min(rels))
-                    & (self.maxsim >= p.overlap_threshold))
+                    & (maxsim >= p.overlap_threshold))
             code[lost] = _REDUNDANT
             avail[lost] = False
-        leftover = np.flatnonzero(avail)
-        over = leftover[self.tokens[leftover] > remaining]
-        code[over], self.left_at[over] = _OVER, remaining
-        code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
-        near, _ = self._nearest(self.picked, before=True)
-        for rank, i in enumerate(self.picked):
-            out.selected.append(Pick(i, rels[rank], novs[rank], scores[rank], int(self.tokens[i]),
-                                     self._why(i, rels[rank], novs[rank], int(near[rank]))))
+        leftover = avail.nonzero()[0]
+        if len(leftover):
+            over = leftover[self.tokens[leftover] > remaining]
+            code[over], self.left_at[over] = _OVER, remaining
+            code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
+        near, _ = self._nearest(picked, before=True)
+        src = lex.sources(picked) if lex is not None and lex.head is not None else None
+        for rank, (i, j) in enumerate(zip(picked, near.tolist(), strict=True)):
+            out.selected.append(Pick(i, rels[rank], novs[rank], scores[rank], int(tok[i]),
+                                     self._why(i, rels[rank], novs[rank], j, src[rank] if src else -1)))
         self._explain(out, explain, remaining)
         if not out.selected:
             out.note = self._empty_note(out)
         return out
 
-    def _nearest(self, idx: Sequence[int], before: bool = False) -> tuple[npt.NDArray[np.int64], F32]:
+    def _nearest(self, idx: Sequence[int] | npt.NDArray[np.int64], before: bool = False) -> tuple[npt.NDArray[np.int64], F32]:
         """For each candidate in ``idx``, the most similar context or selected item and the similarity.
 
         ``before``: ``idx`` are the picks in order, and each is compared with the context
         and the picks made before it. One matrix product for all of them.
         """
         k = len(self.picked)
-        refs = self.cands[self.picked] if k else np.zeros((0, self.cands.shape[1]), np.float32)
-        if self.ctx is not None:
-            refs = np.vstack([refs, self.ctx])
+        if self._refs is None:  # the picks and the context, and their labels: the same for both calls
+            refs = self.cands[self.picked] if k else np.zeros((0, self.cands.shape[1]), np.float32)
+            if self.ctx is not None:
+                refs = np.vstack([refs, self.ctx])
+            labels = np.concatenate([np.asarray(self.picked, dtype=np.int64), np.arange(len(refs) - k) + self.n])
+            self._refs = (refs, labels)
+        refs, labels = self._refs
         if not len(refs) or not len(idx):
             return np.full(len(idx), -1, dtype=np.int64), np.full(len(idx), -2.0, dtype=np.float32)
-        sims = self.cands[list(idx)] @ refs.T
+        sims = self.cands[idx] @ refs.T
         if before:
-            sims[:, :k][np.triu_indices(len(idx), 0, k)] = -np.inf
+            sims[:, :k][np.arange(k) >= np.arange(len(idx))[:, None]] = -np.inf  # itself and later picks
         j = sims.argmax(axis=1)
         best = sims[np.arange(len(idx)), j].astype(np.float32)
-        labels = np.concatenate([np.asarray(self.picked, dtype=np.int64), np.arange(len(refs) - k) + self.n])
         near = np.where(np.isfinite(best), labels[j], -1)
         return near, best
 
     def _explain(self, out: Selection, explain: int, remaining: int) -> None:
-        rejected = np.flatnonzero(self.code != _NONE)  # picks keep code _NONE
+        rejected = np.flatnonzero(self.code)  # picks keep code _NONE (0)
         counts = np.bincount(self.code[rejected], minlength=4)
         for c, name in _REASONS.items():
             if counts[c]:
@@ -310,35 +385,44 @@ class _Run:
         if explain <= 0 or not len(rejected):
             return
         rel = self.relevance()
-        top = rejected[np.argsort(-rel[rejected], kind="stable")[:explain]]
-        final = self.score(rel)
-        nears, sims = self._nearest(top.tolist())
-        for i, near, sim in zip(top.tolist(), nears.tolist(), sims.tolist(), strict=True):
-            c = int(self.code[i])
+        neg = -rel[rejected]
+        if len(rejected) > explain:  # the same order as a stable sort of all, for a fraction of the cost
+            kth = np.partition(neg, explain - 1)[explain - 1]
+            sub = np.flatnonzero(neg <= kth)
+            top = rejected[sub[np.argsort(neg[sub], kind="stable")[:explain]]]
+        else:
+            top = rejected[np.argsort(neg, kind="stable")]
+        final = self.score(rel[top], idx=top)
+        nears, sims = self._nearest(top)
+        min_rel = self.p.min_relevance
+        low = (self.rel[top] < min_rel).tolist()  # compared as the loop did: in float32
+        rows = zip(top.tolist(), self.code[top].tolist(), self.rel[top].tolist(), low, rel[top].tolist(),
+                   final.tolist(), self.tokens[top].tolist(), self.left_at[top].tolist(), nears.tolist(),
+                   sims.tolist(), strict=True)
+        for i, c, dense, below, r, f, t, left, near, sim in rows:
             nov = float(min(1.0, max(0.0, 1.0 - sim))) if near >= 0 else 1.0
             other = None
-            if c == _IRRELEVANT and self.rel[i] < self.p.min_relevance:
-                why = f"relevance {self.rel[i]:.2f} < min_relevance {self.p.min_relevance:.2f}"
+            if c == _IRRELEVANT and below:
+                why = f"relevance {dense:.2f} < min_relevance {min_rel:.2f}"
             elif c == _IRRELEVANT:
                 why = (f"ranked below the {self.p.max_items} selected (max_items)" if self.p.max_items
                        else "scored below every selected item")
             elif c == _REDUNDANT:
-                other = self.names[near]
+                other = self.name(near)
                 why = f"redundant with {other} (similarity {sim:.2f})"
             else:
-                why = f"{self.tokens[i]} tokens, {self.left_at[i]} left in the budget"
-            out.rejected.append(Rejection(i, float(rel[i]), nov, float(final[i]), int(self.tokens[i]),
-                                          _REASONS[c], why, other))
+                why = f"{t} tokens, {left} left in the budget"
+            out.rejected.append(Rejection(i, r, nov, f, t, _REASONS[c], why, other))
 
-    def _why(self, i: int, rel: float, novelty: float, near: int) -> str:
-        parts = [f"relevance {rel:.2f}"]
-        if self.lex is not None and self.lex.hop_gain_at.get(i, 0.0) > 0.05:
-            src = self.lex.hop_src_at[i]
-            parts.append(f"linked to {self.names[src]} ({self.lex.hop_gain_at[i]:.2f})")
-        if self.strategy != "baseline":
-            parts.append(f"novelty {novelty:.2f}" + (f" (nearest {self.names[near]})" if near >= 0
-                                                     else " (nothing in context)"))
-        return ", ".join(parts)
+    def _why(self, i: int, rel: float, novelty: float, near: int, source: int) -> str:
+        why = f"relevance {rel:.2f}"
+        if self.lex is not None and self.lex.hop_gain_at[i] > 0.05:
+            why = f"{why}, linked to {self.name(self.picked[source])} ({self.lex.hop_gain_at[i]:.2f})"
+        if self.strategy == "baseline":
+            return why
+        if near >= 0:
+            return f"{why}, novelty {novelty:.2f} (nearest {self.name(near)})"
+        return f"{why}, novelty {novelty:.2f} (nothing in context)"
 
     def _empty_note(self, out: Selection) -> str:
         if self.budget <= 0:
@@ -351,7 +435,11 @@ class _Run:
 
 
 class _Lexical:
-    """The hybrid's lexical state: TF-IDF relevance with coverage, and multi-hop links."""
+    """The hybrid's lexical state: TF-IDF relevance with coverage, and multi-hop links.
+
+    Everything a pick changes is updated from per-candidate arrays built once per call:
+    which goal terms each candidate holds (coverage) and its head-term weights (links).
+    """
 
     def __init__(self, pool: Pool, p: Params) -> None:
         texts = pool.candidate_texts
@@ -368,21 +456,29 @@ class _Lexical:
             # a candidate that holds more of what the goal asks about is worth more
             idf = self.view.idf[self.q_cols]
             self.q_vals = (idf / idf.sum()).astype(np.float32) if len(idf) else self.q_vals
-        self.head = self.view.head_weights(self.q_cols) if p.hop_weight > 0 else None
+        # per candidate, what picking it does to each goal term's weight: x (1 - coverage)
+        # where it holds the term (every stored weight is positive), x 1 elsewhere
+        self.covers: F32 | None = None
+        self.covers_any: list[bool] | None = None
+        if p.coverage > 0 and len(self.q_cols):
+            hold = self.cols > 0
+            self.covers = np.where(hold, np.float32(1.0 - p.coverage), np.float32(1.0))
+            self.covers_any = hold.any(axis=1).tolist()
+        self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
-        self.hop_from = np.full(n, -1, dtype=np.int64)
         self.hop_gain_at: dict[int, float] = {}  # the link each pick had when it was picked
-        self.hop_src_at: dict[int, int] = {}
-        self._present = np.zeros(self.view.v, dtype=np.float32)  # reused term mask
+        self.links = np.empty((min(n, 32), n), np.float32)  # row r: the links of the r-th pick
+        self.k = 0  # picks joined
+        self._present = np.zeros(self.view.v + 1, dtype=np.float32)  # reused term mask (+ padding column)
         self._dense: F32 | None = None
-        self._lex = np.zeros(n, dtype=np.float32)
+        self._base: F32 | None = None  # dense + lexical: changes only when coverage does
         self._rel: F32 | None = None
         for text in pool.context_texts:
             self._mark(self.view.query(text)[0])
             self._cover()
             self._unmark(self.view.query(text)[0])
-        self._update_lex()
+        self._lex = self._lexical()
 
     def _mark(self, cols: npt.NDArray[np.int64]) -> None:
         self._present[cols] = 1.0
@@ -390,33 +486,54 @@ class _Lexical:
     def _unmark(self, cols: npt.NDArray[np.int64]) -> None:
         self._present[cols] = 0.0
 
-    def _update_lex(self) -> None:
-        self._lex = (self.p.lexical_weight * (self.cols @ (self.q_vals * self.weights))).astype(np.float32)
+    def _lexical(self) -> F32:
+        return self.p.lexical_weight * (self.cols @ (self.q_vals * self.weights))
 
     def relevance(self, dense: F32) -> F32:
         """Dense and lexical relevance, plus the multi-hop link; changes only when a pick joins."""
         if self._rel is None:
-            if self._dense is None:
-                self._dense = ((1.0 - self.p.lexical_weight) * dense).astype(np.float32)
-            self._rel = self._dense + self._lex
+            if self._base is None:
+                if self._dense is None:
+                    self._dense = ((1.0 - self.p.lexical_weight) * dense).astype(np.float32)
+                self._base = self._dense + self._lex
             if self.head is not None:
-                self._rel += self.p.hop_weight * self.hop_gain
+                self._rel = np.multiply(self.p.hop_weight, self.hop_gain)
+                np.add(self._base, self._rel, out=self._rel)
+            else:
+                self._rel = self._base
         return self._rel
 
     def join(self, i: int) -> None:
         self.hop_gain_at[i] = float(self.hop_gain[i]) * self.p.hop_weight
-        self.hop_src_at[i] = int(self.hop_from[i])
-        terms = self.view.row_terms(i)
-        self._mark(terms)
-        if self._cover():
-            self._update_lex()
+        if self.covers_any is not None and self.covers_any[i]:
+            # goal terms the pick holds lose weight (a greedy set cover)
+            assert self.covers is not None
+            self.weights *= self.covers[i]
+            self._lex = self._lexical()
+            self._base = None
         if self.head is not None:
-            link = self.view.links_to(self.head, self._present, i)
-            better = link > self.hop_gain
-            self.hop_from[better] = i
+            if self.k == len(self.links):
+                self.links = np.concatenate([self.links, np.empty_like(self.links)])
+            terms = self.view.row_terms(i)
+            self._present[terms] = 1.0
+            link = self.view.grid_links(self.head, self._present, i, self.links[self.k])
+            self._present[terms] = 0.0
             np.maximum(self.hop_gain, link, out=self.hop_gain)
-        self._unmark(terms)
+        self.k += 1
         self._rel = None
+
+    def sources(self, picked: Sequence[int]) -> list[int]:
+        """For each pick, the rank of the earliest earlier pick whose link to it is the strongest.
+
+        Worked out once at the end from the stored links (only the answer's ``why`` needs it):
+        the running maximum kept the first pick that reached the final value.
+        """
+        k = self.k
+        if not k:
+            return [0] * len(picked)
+        to_picks = self.links[:k, picked]  # [rank of source, rank of pick]
+        to_picks[np.arange(k)[:, None] >= np.arange(len(picked))] = -np.inf  # only earlier picks
+        return to_picks.argmax(axis=0).tolist()  # type: ignore[no-any-return]
 
     def _cover(self) -> bool:
         """Goal terms the marked text holds lose weight; True if any did."""

@@ -131,10 +131,13 @@ class LexicalView:
         self.epoch = _EPOCH[0]
         n = len(texts)
         self.n = n
-        enc = [_encoded(t) for t in texts]
-        lens = np.fromiter((len(e[0]) for e in enc), dtype=np.int64, count=n)
-        gids = np.concatenate([e[0] for e in enc]) if n else np.zeros(0, np.int64)
-        counts = np.concatenate([e[1] for e in enc]) if n else np.zeros(0, np.float32)
+        # C-level loops over the texts: a 2,000-text pool is 2,000 cache hits, not 2,000 frames
+        short = n and max(map(len, texts)) <= _CACHE_CHARS
+        enc = list(map(_encoded_cached if short else _encoded, texts))
+        id_list, count_list = zip(*enc, strict=True) if n else ((), ())
+        lens = np.fromiter(map(len, id_list), dtype=np.int64, count=n)
+        gids = np.concatenate(id_list) if n else np.zeros(0, np.int64)
+        counts = np.concatenate(count_list) if n else np.zeros(0, np.float32)
         self.rows = np.repeat(np.arange(n, dtype=np.int64), lens)
         vocab = len(_VOCAB)
         if vocab <= max(1 << 16, 16 * len(gids)):
@@ -154,6 +157,12 @@ class LexicalView:
         self.head_cols = self.indices[self.indptr[self.head_rows] + offsets]
         self.df = np.bincount(self.indices, minlength=self.v).astype(np.float32)
         self.idf = (np.log((1.0 + n) / (1.0 + self.df)) + 1.0).astype(np.float32)
+        # the head terms again as an [head_terms, n] grid (position-major), padded with the
+        # column ``v`` that no text holds: a pick's links are then a gather and a column sum
+        self.head_grid = np.full((max(0, head_terms), n), self.v, dtype=np.int64)
+        self.head_grid[offsets, self.head_rows] = self.head_cols
+        idf_pad = np.concatenate([self.idf, np.ones(1, np.float32)])
+        self.head_base = (idf_pad[self.head_grid] - 1.0).astype(np.float32)  # 0 on the padding
         self._counts = counts
         self._data: npt.NDArray[np.float32] | None = None
 
@@ -188,10 +197,11 @@ class LexicalView:
 
     def columns(self, cols: npt.NDArray[np.int64], binary: bool = False) -> npt.NDArray[np.float32]:
         """Dense [n, len(cols)] slice of the TF-IDF matrix (``binary``: 1 where the term occurs)."""
-        where = np.full(self.v, -1, dtype=np.int64)
+        # a goal has few terms: a byte-wide term -> column table keeps the gather over every entry cheap
+        where: npt.NDArray[np.signedinteger] = np.full(self.v, -1, dtype=np.int8 if len(cols) < 127 else np.int64)
         where[cols] = np.arange(len(cols))
         hit = where[self.indices]
-        keep = np.flatnonzero(hit >= 0)
+        keep = (hit >= 0).nonzero()[0]
         out = np.zeros((self.n, len(cols)), dtype=np.float32)
         out[self.rows[keep], hit[keep]] = 1.0 if binary else self.data[keep]
         return out
@@ -224,6 +234,31 @@ class LexicalView:
         total = np.bincount(rows, weights=w, minlength=self.n)
         total[total == 0] = 1.0
         return rows, cols, (w / total[rows]).astype(np.float32)
+
+    def head_grid_weights(self, exclude: npt.NDArray[np.int64]) -> npt.NDArray[np.float32]:
+        """``head_weights`` laid out like ``head_grid``: [head_terms, n], 0 where excluded or padded.
+
+        The per-text totals are summed in float64 in head order, as ``head_weights``'s
+        bincount does, so the weights are the same numbers.
+        """
+        skip = np.zeros(self.v + 1, dtype=bool)
+        skip[exclude] = True
+        w = self.head_base * ~skip[self.head_grid]  # the weights are >= 0: x 0 drops, x 1 keeps
+        total = np.add.reduce(w, axis=0, dtype=np.float64)
+        total[total == 0] = 1.0
+        return (w / total).astype(np.float32)
+
+    def grid_links(self, weights: npt.NDArray[np.float32], present: npt.NDArray[np.float32],
+                   i: int, out: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """``links_to`` from ``head_grid_weights`` into ``out`` (``present``: text ``i``'s term mask,
+        length v + 1).
+
+        At most ``head_terms`` non-negative float32 terms per text, summed in float64 in
+        head order and rounded once: the same numbers as the bincount in ``links_to``.
+        """
+        out[...] = np.add.reduce(weights * present[self.head_grid], axis=0, dtype=np.float64)
+        out[i] = 0.0
+        return out
 
     def links_to(self, head: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32]],
                  present: npt.NDArray[np.float32], i: int) -> npt.NDArray[np.float32]:
