@@ -29,7 +29,10 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+# the logistic model's inputs; candidate_features also returns "bg_z", "bg_gap" and "multi", which the
+# corroboration gate (admissible) reads and an operating point may weigh too
 FEATURES = ("sem", "lex", "z", "margin", "agree", "body_sem", "body_lex")
+ALL_FEATURES = (*FEATURES, "bg_z", "bg_gap", "multi")
 
 
 @dataclass
@@ -40,6 +43,10 @@ class OperatingPoint:
     bias: float
     threshold: float
     top_k: int = 2
+    # corroboration gate: a candidate sharing fewer than two distinct content words with the document
+    # is admitted only if its semantic score stands this many standard deviations above the
+    # document's own background (its scores on unrelated prompts); see admissible()
+    solo_bg_z: float = -99.0  # GATE_OFF: a point written before the gate existed behaves as it did
     rrf_k: int = 60
     model_id: str = ""
     corpus_id: str = ""
@@ -55,7 +62,7 @@ class OperatingPoint:
     def describe(self) -> str:
         ws = " ".join(f"{k}={v:+.2f}" for k, v in self.weights.items())
         return (
-            f"threshold={self.threshold:.2f} top_k={self.top_k} rrf_k={self.rrf_k} weights[{ws} bias={self.bias:+.2f}]"
+            f"threshold={self.threshold:.2f} solo_bg_z={self.solo_bg_z:.1f} top_k={self.top_k} rrf_k={self.rrf_k} weights[{ws} bias={self.bias:+.2f}]"
             f" measured {self.measured} on {self.corpus_id or 'unknown corpus'} ({self.n_docs} documents)"
             f" under {self.model_id or 'unknown model'}"
         )
@@ -75,15 +82,17 @@ class OperatingPoint:
 
         try:
             weights = {str(k): float(v) for k, v in dict(data["weights"]).items()}
-            missing = [f for f in FEATURES if f not in weights]
-            if missing:
-                raise InvalidInput("operating_point.weights", f"missing {', '.join(missing)}", ", ".join(FEATURES))
+            unknown = [f for f in weights if f not in ALL_FEATURES]
+            if unknown or not weights:
+                raise InvalidInput("operating_point.weights", f"unknown {', '.join(unknown)}" if unknown else "empty",
+                                   ", ".join(ALL_FEATURES))
             nr = data.get("n_docs_range", [0, 0])
             sr = data.get("separability_range", [0.0, 1.0])
             return cls(
                 weights=weights,
                 bias=float(data["bias"]),
                 threshold=float(data["threshold"]),
+                solo_bg_z=float(data.get("solo_bg_z", GATE_OFF)),
                 top_k=int(data.get("top_k", 2)),
                 rrf_k=int(data.get("rrf_k", 60)),
                 model_id=str(data.get("model_id", "")),
@@ -104,18 +113,20 @@ class OperatingPoint:
 # Fitted by bench/route_fit_defaults.py (logistic regression, class-balanced) on pooled labelled prompts:
 # MetaTool dev (199 tool descriptions; single/multi/awareness_pos positives, awareness_neg negatives),
 # 12 random 15-tool MetaTool sub-corpora (out-of-corpus queries as negatives) and bosun's demo corpus
-# (examples/policies-labelled.jsonl). Threshold: the best mean F1 over the three sources, ties to the
-# lower (recall) side. See bench/results/route.md for the table it was chosen from.
+# (examples/policies-labelled.jsonl). Threshold and corroboration gate: zero demo false alarms is a hard
+# gate, then the best mean F1 over the demo set and the 15-tool sub-corpora, ties to the quieter point.
+# The script writes this point to bench/results/route_shipped.toml; see bench/results/route.md.
 SHIPPED = OperatingPoint(
-    weights={"sem": 4.208, "lex": 4.812, "z": 0.18, "margin": 7.517, "agree": 0.185, "body_sem": -0.645,
-             "body_lex": 12.791},
-    bias=-2.96,
+    weights={"sem": 4.227, "lex": 4.77, "z": 0.177, "margin": 7.564, "agree": 0.188, "body_sem": -0.672,
+             "body_lex": 12.871},
+    bias=-2.95,
     threshold=0.5,
+    solo_bg_z=3.0,
     model_id="all-MiniLM-L6-v2-int8",
     corpus_id="pooled: MetaTool dev (199 tools; 12 random 15-tool subsets) + bosun demo policies (17)",
     n_docs=199,
     n_docs_range=(5, 1000),  # measured on 15-199 documents; flagged well outside that
-    separability=0.52,  # MetaTool 0.515, demo policies 0.547
+    separability=0.53,  # MetaTool 0.515, demo policies 0.547
     separability_range=(0.3, 0.85),
     measured="2026-11-29",
 )
@@ -123,7 +134,10 @@ SHIPPED = OperatingPoint(
 
 def candidate_features(lex: npt.NDArray[np.float32], sem: npt.NDArray[np.float32], doc: int,
                        body_sem: npt.NDArray[np.float32] | None = None,
-                       body_lex: npt.NDArray[np.float32] | None = None) -> dict[str, float]:
+                       body_lex: npt.NDArray[np.float32] | None = None,
+                       bg_z: npt.NDArray[np.float32] | None = None,
+                       words: npt.NDArray[np.float32] | None = None,
+                       bg_near: float | None = None) -> dict[str, float]:
     """The decision signals of one document for one prompt (all arrays are per corpus document)."""
     n = len(sem)
     s = float(sem[doc])
@@ -139,16 +153,46 @@ def candidate_features(lex: npt.NDArray[np.float32], sem: npt.NDArray[np.float32
     else:
         z = 0.0
     agree = 1.0 if (int(np.argmax(sem)) == doc and float(lex[doc]) > 0 and int(np.argmax(lex)) == doc) else 0.0
+    bz = max(-BG_Z_CLIP, min(BG_Z_CLIP, float(bg_z[doc]))) if bg_z is not None else 0.0
+    # lexical evidence counts in full only when two or more distinct content words match
+    multi = 1.0 if words is not None and float(words[doc]) >= 2 else 0.0
+    blex = float(body_lex[doc]) if body_lex is not None else 0.0
     return {
         "sem": s, "lex": float(lex[doc]), "z": z, "margin": margin, "agree": agree,
         "body_sem": float(body_sem[doc]) if body_sem is not None else 0.0,
-        "body_lex": float(body_lex[doc]) if body_lex is not None else 0.0,
+        "body_lex": blex, "bg_z": bz, "multi": multi,
+        # > 0: the prompt is closer to this document than to any background prompt
+        "bg_gap": s - bg_near if bg_near is not None else -1.0,
     }
 
 
+BG_Z_CLIP = 8.0
+GATE_OFF = -99.0  # solo_bg_z at or below this switches the corroboration gate off (the pre-gate design)
+
+
 def probability(op: OperatingPoint, feats: dict[str, float]) -> float:
-    x = op.bias + sum(op.weights[k] * feats[k] for k in FEATURES)
+    x = op.bias + sum(w * feats[k] for k, w in op.weights.items())
     return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, x))))
+
+
+def admissible(op: OperatingPoint, feats: dict[str, float], p: float, threshold: float,
+               solo_bg_z: float | None = None) -> bool:
+    """Route this candidate? Its probability must reach the threshold, and evidence must corroborate.
+
+    One shared word is not evidence of relevance ("plan a trip" shares "plan" with a deploy policy's
+    "rollback plans"), and the embedding is pulled by that same word, so a candidate matching fewer
+    than two distinct co-occurring content words must also be corroborated by meaning against the
+    background prompts (``bosun.core.route_background``) from both sides: its score must stand
+    ``solo_bg_z`` deviations above the document's own background, and the prompt must be closer to
+    the document than to every background prompt (``bg_gap`` > 0: it does not read as an everyday
+    request). The gate is monotone: it can only remove hits the logistic model admitted.
+    """
+    if p < threshold:
+        return False
+    gate = op.solo_bg_z if solo_bg_z is None else solo_bg_z
+    if gate <= GATE_OFF:
+        return True
+    return feats["multi"] >= 1.0 or (feats["bg_z"] >= gate and feats["bg_gap"] > 0.0)
 
 
 def separability(surface_vecs: npt.NDArray[np.float32]) -> float:

@@ -28,9 +28,10 @@ import numpy as np
 import numpy.typing as npt
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 
-from bosun.core.abstain import OperatingPoint, candidate_features, probability
+from bosun.core.abstain import OperatingPoint, admissible, candidate_features, probability
 from bosun.core.embedding import Embedder, Vectors
 from bosun.core.policy_corpus import Policy
+from bosun.core.route_background import BACKGROUND
 
 RRF_K = 60
 
@@ -171,6 +172,8 @@ def texts_to_embed(policies: Sequence[Policy]) -> list[str]:
     for p in policies:
         out.extend(surface_phrases(p))
         out.extend(body_chunks(p))
+    if policies:
+        out.extend(BACKGROUND)  # scored once per build: each document's background (see route_background)
     return out
 
 
@@ -246,6 +249,10 @@ class PolicyIndex:
     # TF-IDF over single body chunks: ranks by the best-matching paragraph, whatever the body's length
     chunk_vectorizer: TfidfVectorizer | None = None
     chunk_matrix: Any = None
+    # each document's semantic score over BACKGROUND prompts: mean and spread (bg_z reads them)
+    bg_mean: npt.NDArray[np.float32] | None = None
+    bg_sd: npt.NDArray[np.float32] | None = None
+    bg_vecs: npt.NDArray[np.float32] | None = None  # the background prompts themselves [n_background, dim]
     by_name: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -269,8 +276,38 @@ def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.fl
     vectorizer, matrix = _fit_tfidf([lexical_text(p) for p in pols])
     body_vectorizer, body_matrix = _fit_tfidf([" ".join(g) for g in chunk_groups])
     chunk_vectorizer, chunk_matrix = _fit_tfidf(chunks.text)
-    return PolicyIndex(pols, vectorizer, matrix, body_vectorizer, body_matrix, phrases, chunks, model_id,
-                       chunk_vectorizer, chunk_matrix)
+    index = PolicyIndex(pols, vectorizer, matrix, body_vectorizer, body_matrix, phrases, chunks, model_id,
+                        chunk_vectorizer, chunk_matrix)
+    bg = [vectors[t] for t in BACKGROUND if t in vectors]
+    if pols and bg:
+        sims = background_scores(index, np.vstack(bg).astype(np.float32))  # [n_background, n_docs]
+        index.bg_mean = sims.mean(axis=0).astype(np.float32)
+        # a floor on the spread: a document that every background prompt scores alike must not
+        # turn a small lift into a huge z
+        index.bg_sd = np.maximum(sims.std(axis=0), BG_SD_FLOOR).astype(np.float32)
+        index.bg_vecs = np.vstack(bg).astype(np.float32)
+    return index
+
+
+BG_SD_FLOOR = 0.03
+
+
+def background_scores(index: PolicyIndex, bg: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """The surface semantic score (as ``score`` computes it) of every background prompt on every document.
+
+    One matrix product for all prompts: at 6,000 documents (~30,000 phrases) this is tens of ms per build.
+    """
+    n = len(index)
+    out = np.zeros((bg.shape[0], n), np.float32)
+    if index.phrases.vecs.shape[0] == 0:
+        return out
+    sims = index.phrases.vecs @ bg.T  # [n_phrases, n_background]
+    best = np.zeros((n, bg.shape[0]), np.float32)
+    best[index.phrases.docs] = np.maximum.reduceat(sims, index.phrases.starts, axis=0)
+    whole = sims[index.phrases.starts]  # each document's first phrase is its whole surface
+    mixed = np.zeros((n, bg.shape[0]), np.float32)
+    mixed[index.phrases.docs] = PHRASE_MIX * best[index.phrases.docs] + (1.0 - PHRASE_MIX) * whole
+    return mixed.T.astype(np.float32)
 
 
 @dataclass
@@ -285,6 +322,9 @@ class Scores:
     nearest_chunk: npt.NDArray[np.int64]
     fused: npt.NDArray[np.float64]  # reciprocal-rank fusion
     order: npt.NDArray[np.int64]  # doc indices by fused score, best first
+    bg_z: npt.NDArray[np.float32] | None = None  # semantic z against each document's own background
+    words: npt.NDArray[np.float32] | None = None  # most distinct prompt content stems co-occurring in one place
+    bg_near: float | None = None  # the prompt's cosine to its nearest background prompt
 
 
 def _tfidf_scores(vectorizer: TfidfVectorizer | None, matrix: Any, prompt: str, n: int) -> npt.NDArray[np.float32]:
@@ -371,7 +411,50 @@ def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
         weights += [1.0, body_weight]
     fused = rrf(lists, k, floors, weights) if lists else np.zeros(n)
     order = np.lexsort((-lex.astype(np.float64), -sem.astype(np.float64), -fused)).astype(np.int64)
-    return Scores(lex, sem, blex, bsem, nearest, nchunk, fused, order)
+    bg_z = None
+    if semantic and index.bg_mean is not None and index.bg_sd is not None:
+        bg_z = ((sem - index.bg_mean) / index.bg_sd).astype(np.float32)
+    bg_near = None
+    if semantic and index.bg_vecs is not None:
+        assert qvec is not None
+        bg_near = float((index.bg_vecs @ qvec.astype(np.float32).ravel()).max())
+    words = matched_counts(index, prompt) if use_lexical else zeros
+    return Scores(lex, sem, blex, bsem, nearest, nchunk, fused, order, bg_z, words, bg_near)
+
+
+def matched_counts(index: PolicyIndex, prompt: str) -> npt.NDArray[np.float32]:
+    """Per document: the most distinct content stems of the prompt found together in one place.
+
+    A place is the routing surface (with title and name) or one body paragraph. One shared
+    word is weak evidence (every everyday request shares one with some policy), and two words
+    scattered across a three-page body are not much better; two or more that co-occur are.
+    """
+    n = len(index)
+    stems = sorted({st for _, st in content_words(prompt)})
+    if n == 0 or not stems:
+        return np.zeros(n, np.float32)
+    surf = np.zeros((n, len(stems)), bool)
+    if index.vectorizer is not None:
+        for j, st in enumerate(stems):
+            col = index.vectorizer.vocabulary_.get(st)
+            if col is not None:
+                surf[index.lex_matrix[1][:, col].indices, j] = True
+    best = surf.sum(axis=1).astype(np.float32)
+    n_chunks = len(index.chunks.text)
+    if index.chunk_vectorizer is not None and n_chunks:
+        chunk = np.zeros((n_chunks, len(stems)), bool)
+        for j, st in enumerate(stems):
+            col = index.chunk_vectorizer.vocabulary_.get(st)
+            if col is not None:
+                chunk[index.chunk_matrix[1][:, col].indices, j] = True
+        best = np.maximum(best, index.chunks.best_of(chunk.sum(axis=1).astype(np.float32), n))
+    return best
+
+
+def decision_features(sc: Scores, doc: int) -> dict[str, float]:
+    """The abstention model's signals for one candidate document."""
+    return candidate_features(sc.lexical, sc.semantic, doc, sc.body_semantic, sc.body_lexical, sc.bg_z, sc.words,
+                              sc.bg_near)
 
 
 def matched_words(index: PolicyIndex, doc: int, prompt: str, limit: int = 6) -> list[str]:
@@ -421,7 +504,7 @@ class RouteResult:
 
 def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None, op: OperatingPoint,
           top_k: int | None = None, use_lexical: bool = True, use_semantic: bool = True,
-          threshold: float | None = None) -> RouteResult:
+          threshold: float | None = None, solo_bg_z: float | None = None) -> RouteResult:
     """Rank, then admit the fused-order candidates the relevance decision accepts (at most top_k)."""
     k = op.top_k if top_k is None else top_k
     thr = op.threshold if threshold is None else threshold
@@ -431,9 +514,9 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     hits: list[Hit] = []
     rejected = 0.0
     for doc in sc.order[: k + 1].tolist():
-        feats = candidate_features(sc.lexical, sc.semantic, doc, sc.body_semantic, sc.body_lexical)
+        feats = decision_features(sc, doc)
         p = probability(op, feats)
-        if p < thr or len(hits) >= k:
+        if not admissible(op, feats, p, thr, solo_bg_z) or len(hits) >= k:
             rejected = max(rejected, p)
             continue
         why = [f"matched: {', '.join(w)}" for w in [matched_words(index, doc, prompt)] if w]

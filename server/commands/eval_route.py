@@ -21,6 +21,8 @@ HELP = "measure routing quality on labelled prompts: bosun eval route score|swee
 
 THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 TOP_KS = (1, 2)
+# corroboration gate values swept (besides the base point's): 0 = off, 99 = a one-word match never routes alone
+GATES = (0.0, 4.0, 6.0, 99.0)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,7 +43,7 @@ def _fmt(m: dict[str, float]) -> str:
             f"{int(m['false_alarms']):>3}/{int(m['negatives']):<3} {m['harmful_sibling_rate']:>8.3f}")
 
 
-HEADER = f"{'threshold':>9} {'top_k':>5} {'recall@2':>8} {'precision':>9} {'F1':>6} {'top-1':>6} {'FA':>7} {'sibling':>8}"
+HEADER = f"{'threshold':>9} {'solo_z':>6} {'top_k':>5} {'recall@2':>8} {'precision':>9} {'F1':>6} {'top-1':>6} {'FA':>7} {'sibling':>8}"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,16 +103,17 @@ def run(args: argparse.Namespace) -> int:
     print(f"corpus: {len(index)} documents, separability {sep:.2f}; {len(rows)} prompts "
           f"({sum(1 for r in rows if not r.expected)} negatives, {sum(1 for r in rows if r.sibling)} with siblings)")
 
-    def evaluate(point: OperatingPoint, threshold: float, top_k: int) -> dict[str, float]:
-        routed = [[h.name for h in route(index, r.prompt, q, point, top_k=top_k, threshold=threshold).hits]
+    def evaluate(point: OperatingPoint, threshold: float, top_k: int, gate: float) -> dict[str, float]:
+        routed = [[h.name for h in route(index, r.prompt, q, point, top_k=top_k, threshold=threshold,
+                                         solo_bg_z=gate).hits]
                   for r, q in zip(rows, qvecs, strict=True)]
         return compute(rows, routed)
 
     if args.mode == "score":
-        m = evaluate(op, op.threshold, op.top_k)
+        m = evaluate(op, op.threshold, op.top_k, op.solo_bg_z)
         print(f"operating point: {op.describe()}")
         print(HEADER)
-        print(f"{op.threshold:>9.2f} {op.top_k:>5} {_fmt(m)}")
+        print(f"{op.threshold:>9.2f} {op.solo_bg_z:>6g} {op.top_k:>5} {_fmt(m)}")
         return 0
 
     base = op
@@ -118,16 +121,17 @@ def run(args: argparse.Namespace) -> int:
         base = _refit(index, rows, qvecs, op)
         print(f"refitted weights: {base.weights} bias {base.bias:+.3f}")
     grid = []
-    for thr in THRESHOLDS:
-        for k in TOP_KS:
-            grid.append((thr, k, evaluate(base, thr, k)))
+    for gate in sorted({base.solo_bg_z, *GATES}):
+        for thr in THRESHOLDS:
+            for k in TOP_KS:
+                grid.append((thr, k, gate, evaluate(base, thr, k, gate)))
     # the rule: zero false alarms is a gate; then F1; ties go to the quieter point
-    survivors = [g for g in grid if g[2]["false_alarms"] == 0]
-    winner = max(survivors, key=lambda g: (round(g[2]["f1"], 6), g[0], -g[1])) if survivors else None
+    survivors = [g for g in grid if g[3]["false_alarms"] == 0]
+    winner = max(survivors, key=lambda g: (round(g[3]["f1"], 6), g[0], -g[1], g[2])) if survivors else None
     print(HEADER + "  ")
-    for thr, k, m in grid:
-        mark = "  <- chosen" if winner is not None and (thr, k) == winner[:2] else ("  (false alarms)" if m["false_alarms"] else "")
-        print(f"{thr:>9.2f} {k:>5} {_fmt(m)}{mark}")
+    for thr, k, gate, m in grid:
+        mark = "  <- chosen" if winner is not None and (thr, k, gate) == winner[:3] else ("  (false alarms)" if m["false_alarms"] else "")
+        print(f"{thr:>9.2f} {gate:>6g} {k:>5} {_fmt(m)}{mark}")
     if args.mode == "sweep":
         return 0
     if winner is None:
@@ -137,9 +141,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.out:
         print("calibrate needs --out FILE", file=sys.stderr)
         return 2
-    thr, k, m = winner
+    thr, k, gate, m = winner
     chosen = OperatingPoint(
-        weights=base.weights, bias=base.bias, threshold=thr, top_k=k, rrf_k=base.rrf_k, model_id=emb.model_id(),
+        weights=base.weights, bias=base.bias, threshold=thr, solo_bg_z=gate, top_k=k, rrf_k=base.rrf_k, model_id=emb.model_id(),
         corpus_id=args.corpus_id or ", ".join(str(d) for d in dirs),
         corpus_fingerprint=corpus_fingerprint(scan.policies), n_docs=len(index),
         n_docs_range=(max(1, len(index) // 2), len(index) * 2), separability=round(sep, 4),
@@ -149,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
     import tomli_w
 
     Path(args.out).write_text(tomli_w.dumps(_toml_ready(chosen.to_dict())))
-    print(f"wrote {args.out}: threshold {thr:.2f}, top_k {k} (serve it with BOSUN_ROUTE_OPERATING_POINT={args.out})")
+    print(f"wrote {args.out}: threshold {thr:.2f}, solo_bg_z {gate:g}, top_k {k} (serve it with BOSUN_ROUTE_OPERATING_POINT={args.out})")
     return 0
 
 
@@ -162,14 +166,14 @@ def _refit(index: Any, rows: Any, qvecs: Any, op: Any) -> Any:
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
-    from bosun.core.abstain import FEATURES, OperatingPoint, candidate_features
-    from bosun.core.route import score
+    from bosun.core.abstain import FEATURES, OperatingPoint
+    from bosun.core.route import decision_features, score
 
     X, y = [], []
     for r, q in zip(rows, qvecs, strict=True):
         sc = score(index, r.prompt, q, op.rrf_k)
         for doc in sc.order[: op.top_k + 1].tolist():
-            f = candidate_features(sc.lexical, sc.semantic, doc, sc.body_semantic, sc.body_lexical)
+            f = decision_features(sc, doc)
             X.append([f[k] for k in FEATURES])
             y.append(1 if index.policies[doc].name in r.expected else 0)
     if len(set(y)) < 2:
@@ -177,4 +181,4 @@ def _refit(index: Any, rows: Any, qvecs: Any, op: Any) -> Any:
     lr = LogisticRegression(class_weight="balanced", C=1.0, max_iter=2000).fit(np.array(X), np.array(y))
     weights = {k: round(float(c), 4) for k, c in zip(FEATURES, lr.coef_[0], strict=True)}
     return OperatingPoint(weights=weights, bias=round(float(lr.intercept_[0]), 4), threshold=op.threshold,
-                          top_k=op.top_k, rrf_k=op.rrf_k, model_id=op.model_id)
+                          solo_bg_z=op.solo_bg_z, top_k=op.top_k, rrf_k=op.rrf_k, model_id=op.model_id)
