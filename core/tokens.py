@@ -87,11 +87,14 @@ def estimate_tokens(text: str) -> int:
     found = _SPLIT.findall(text)
     try:
         total = sum(map(_COST_OF.__getitem__, found))  # same order as summing piece_cost: the same float
-    except KeyError:
+    except KeyError:  # new pieces: cost them (a list, so a concurrent clear cannot break the sum)
         if len(_COST_OF) > _COST_OF_MAX:
             _COST_OF.clear()
+        costs: list[float] = []
         for p in found:
-            if p not in _COST_OF:
-                _COST_OF[p] = piece_cost(p)
-        total = sum(map(_COST_OF.__getitem__, found))
+            c = _COST_OF.get(p)
+            if c is None:
+                c = _COST_OF[p] = piece_cost(p)
+            costs.append(c)
+        total = sum(costs)
     return max(1, round(total))
