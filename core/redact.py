@@ -154,7 +154,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         _rx(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"),
         ("private key",), end_needle="-----end ",
     ),
-    Rule("aws_access_key", _rx(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"), ("akia", "asia")),
+    Rule("aws_access_key", _rx(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"), ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa")),
     Rule(
         "aws_secret_key",
         _rx(r"(?i)aws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"),

@@ -136,3 +136,11 @@ def test_large_payload_is_scrubbed_like_small_ones() -> None:
         assert big.counts == small.counts, name
         assert small.text in big.text, name
     assert r.redact(filler).counts == {}
+
+
+def test_every_aws_access_key_prefix_is_scrubbed() -> None:
+    from bosun.core.redact import default_redactor
+
+    for prefix in ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"):
+        key = prefix + "QWERTYUIOPASDFGH"
+        assert key not in default_redactor().scrub(f"id {key} in the log")
