@@ -438,7 +438,7 @@ def matched_counts(index: PolicyIndex, prompt: str) -> npt.NDArray[np.float32]:
         for j, st in enumerate(stems):
             col = index.vectorizer.vocabulary_.get(st)
             if col is not None:
-                surf[index.lex_matrix[1][:, col].indices, j] = True
+                surf[_column_rows(index.lex_matrix[1], col), j] = True
     best = surf.sum(axis=1).astype(np.float32)
     n_chunks = len(index.chunks.text)
     if index.chunk_vectorizer is not None and n_chunks:
@@ -446,9 +446,14 @@ def matched_counts(index: PolicyIndex, prompt: str) -> npt.NDArray[np.float32]:
         for j, st in enumerate(stems):
             col = index.chunk_vectorizer.vocabulary_.get(st)
             if col is not None:
-                chunk[index.chunk_matrix[1][:, col].indices, j] = True
+                chunk[_column_rows(index.chunk_matrix[1], col), j] = True
         best = np.maximum(best, index.chunks.best_of(chunk.sum(axis=1).astype(np.float32), n))
     return best
+
+
+def _column_rows(csc: Any, col: int) -> npt.NDArray[np.int32]:
+    """Rows with a nonzero in one CSC column, without building a sliced matrix (that costs ~30 us)."""
+    return csc.indices[csc.indptr[col] : csc.indptr[col + 1]]  # type: ignore[no-any-return]
 
 
 def decision_features(sc: Scores, doc: int) -> dict[str, float]:
