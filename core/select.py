@@ -192,7 +192,7 @@ class _Run:
         self.maxsim = (np.maximum((cands @ self.ctx.T).max(axis=1), 0.0) if self.ctx is not None
                        else np.zeros(n, np.float32))  # clipped at 0: only closeness counts
         self.picked: list[int] = []
-        self.lex = _Lexical(pool, params) if strategy == "hybrid" else None
+        self.lex = _Lexical(pool, params, self.rel) if strategy == "hybrid" else None
         self.code = np.zeros(n, dtype=np.int8)
         self.red_with = np.full(n, -1, dtype=np.int64)  # for context duplicates: filled lazily
         self.left_at = np.zeros(n, dtype=np.int64)
@@ -204,7 +204,7 @@ class _Run:
 
     # -- scoring ---------------------------------------------------------------------------
     def relevance(self) -> F32:
-        return self.rel if self.lex is None else self.lex.relevance(self.rel)
+        return self.rel if self.lex is None else self.lex.rel
 
     def score(self, rel: F32, out: F32 | None = None, idx: npt.NDArray[np.int64] | None = None) -> F32:
         """The strategy's score; ``idx``: only for those candidates (``rel`` is then theirs).
@@ -257,7 +257,7 @@ class _Run:
         neg_inf = -np.inf
         masked = np.empty(self.n, dtype=np.float32)
         lex = self.lex
-        rel = self.rel
+        rel = self.rel if lex is None else lex.rel  # the hybrid's is updated in place by each pick
         # strategy constants, read once (the expressions are those of ``score``)
         relpos, lamrel, olam = self.relpos, self.lamrel, p.one_minus_lambda
         othr, open_ = p.overlap_threshold, p.overlap_penalty
@@ -273,8 +273,6 @@ class _Run:
         while True:
             if max_items is not None and len(picked) >= max_items:
                 break
-            if lex is not None:
-                rel = lex.relevance(self.rel)
             if hybrid:  # rel - penalty * max(maxsim - threshold, 0), -inf when unavailable
                 np.subtract(rel, pen, out=masked)
             elif strategy == "psi0":  # relpos * (1 - maxsim)
@@ -437,11 +435,12 @@ class _Run:
 class _Lexical:
     """The hybrid's lexical state: TF-IDF relevance with coverage, and multi-hop links.
 
-    Everything a pick changes is updated from per-candidate arrays built once per call:
-    which goal terms each candidate holds (coverage) and its head-term weights (links).
+    ``rel`` = (dense share + lexical share) + hop weight x link, updated in place by
+    ``join`` from per-candidate arrays built once per call: which goal terms each
+    candidate holds (coverage) and its head-term weights (links).
     """
 
-    def __init__(self, pool: Pool, p: Params) -> None:
+    def __init__(self, pool: Pool, p: Params, dense: F32) -> None:
         texts = pool.candidate_texts
         if texts is None or pool.goal_text is None:
             raise InvalidInput("strategy", "hybrid needs the candidate and goal texts", "pass texts in the Pool")
@@ -463,7 +462,7 @@ class _Lexical:
         if p.coverage > 0 and len(self.q_cols):
             hold = self.cols > 0
             self.covers = np.where(hold, np.float32(1.0 - p.coverage), np.float32(1.0))
-            self.covers_any = hold.any(axis=1).tolist()
+            self.covers_any = (self.cols @ np.ones(len(self.q_cols), np.float32) > 0).tolist()
         self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
@@ -471,14 +470,13 @@ class _Lexical:
         self.links = np.empty((min(n, 32), n), np.float32)  # row r: the links of the r-th pick
         self.k = 0  # picks joined
         self._present = np.zeros(self.view.v + 1, dtype=np.float32)  # reused term mask (+ padding column)
-        self._dense: F32 | None = None
-        self._base: F32 | None = None  # dense + lexical: changes only when coverage does
-        self._rel: F32 | None = None
         for text in pool.context_texts:
             self._mark(self.view.query(text)[0])
             self._cover()
             self._unmark(self.view.query(text)[0])
-        self._lex = self._lexical()
+        self._dense = ((1.0 - p.lexical_weight) * dense).astype(np.float32)
+        self._base: F32 = self._dense + self._lexical()  # dense + lexical: changes only when coverage does
+        self.rel: F32 = self._base if self.head is None else np.add(self._base, p.hop_weight * self.hop_gain)
 
     def _mark(self, cols: npt.NDArray[np.int64]) -> None:
         self._present[cols] = 1.0
@@ -489,28 +487,15 @@ class _Lexical:
     def _lexical(self) -> F32:
         return self.p.lexical_weight * (self.cols @ (self.q_vals * self.weights))
 
-    def relevance(self, dense: F32) -> F32:
-        """Dense and lexical relevance, plus the multi-hop link; changes only when a pick joins."""
-        if self._rel is None:
-            if self._base is None:
-                if self._dense is None:
-                    self._dense = ((1.0 - self.p.lexical_weight) * dense).astype(np.float32)
-                self._base = self._dense + self._lex
-            if self.head is not None:
-                self._rel = np.multiply(self.p.hop_weight, self.hop_gain)
-                np.add(self._base, self._rel, out=self._rel)
-            else:
-                self._rel = self._base
-        return self._rel
-
     def join(self, i: int) -> None:
-        self.hop_gain_at[i] = float(self.hop_gain[i]) * self.p.hop_weight
+        """Pick ``i`` joins the context: its goal terms count less, its links count, ``rel`` follows."""
+        hop, p = self.hop_gain, self.p
+        self.hop_gain_at[i] = float(hop[i]) * p.hop_weight
         if self.covers_any is not None and self.covers_any[i]:
             # goal terms the pick holds lose weight (a greedy set cover)
             assert self.covers is not None
             self.weights *= self.covers[i]
-            self._lex = self._lexical()
-            self._base = None
+            np.add(self._dense, self._lexical(), out=self._base)
         if self.head is not None:
             if self.k == len(self.links):
                 self.links = np.concatenate([self.links, np.empty_like(self.links)])
@@ -518,9 +503,10 @@ class _Lexical:
             self._present[terms] = 1.0
             link = self.view.grid_links(self.head, self._present, i, self.links[self.k])
             self._present[terms] = 0.0
-            np.maximum(self.hop_gain, link, out=self.hop_gain)
+            np.maximum(hop, link, out=hop)
+            np.multiply(p.hop_weight, hop, out=self.rel)  # (dense + lexical) + weight x link
+            np.add(self._base, self.rel, out=self.rel)
         self.k += 1
-        self._rel = None
 
     def sources(self, picked: Sequence[int]) -> list[int]:
         """For each pick, the rank of the earliest earlier pick whose link to it is the strongest.
