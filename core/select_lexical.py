@@ -59,7 +59,7 @@ def _reset_if_huge() -> None:
     """
     if len(_VOCAB) > _MAX_VOCAB:
         _VOCAB.clear()
-        _encoded_cached.cache_clear()
+        _encoded_raw.cache_clear()
         _VIEWS.clear()
         _EPOCH[0] += 1
 
@@ -69,12 +69,25 @@ _CACHE_CHARS = 50_000  # longer texts are encoded each time rather than pinned i
 
 def _encoded(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
     """Distinct term ids of ``text`` in first-occurrence order, and their counts (read-only arrays)."""
-    return _encoded_cached(text) if len(text) <= _CACHE_CHARS else _encode(text)
+    if len(text) > _CACHE_CHARS:
+        return _encode(text)
+    ids, counts = _encoded_raw(text)
+    return np.frombuffer(ids, dtype=np.int64), np.frombuffer(counts, dtype=np.float32)
+
+
+def _raw_of(text: str) -> tuple[bytes, bytes]:
+    """``_encoded_raw`` without pinning a long text in the cache."""
+    if len(text) <= _CACHE_CHARS:
+        return _encoded_raw(text)
+    ids, counts = _encode(text)
+    return ids.tobytes(), counts.tobytes()
 
 
 @lru_cache(maxsize=32_768)
-def _encoded_cached(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
-    return _encode(text)
+def _encoded_raw(text: str) -> tuple[bytes, bytes]:
+    """The cached form: raw bytes, so a pool's encodings join with one ``bytes.join``."""
+    ids, counts = _encode(text)
+    return ids.tobytes(), counts.tobytes()
 
 
 def _encode(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
@@ -131,14 +144,13 @@ class LexicalView:
         self.epoch = _EPOCH[0]
         n = len(texts)
         self.n = n
-        # C-level loops over the texts: a 2,000-text pool is 2,000 cache hits, not 2,000 frames
-        short = n and max(map(len, texts)) <= _CACHE_CHARS
-        enc = list(map(_encoded_cached if short else _encoded, texts))
-        id_list, count_list = zip(*enc, strict=True) if n else ((), ())
-        lens = np.fromiter(map(len, id_list), dtype=np.int64, count=n)
-        gids = np.concatenate(id_list) if n else np.zeros(0, np.int64)
-        counts = np.concatenate(count_list) if n else np.zeros(0, np.float32)
-        self.rows = np.repeat(np.arange(n, dtype=np.int64), lens)
+        # C-level loops over the texts: a 2,000-text pool is 2,000 cache hits and two byte joins
+        short = not n or max(map(len, texts)) <= _CACHE_CHARS
+        raw = list(map(_encoded_raw if short else _raw_of, texts))
+        id_list, count_list = zip(*raw, strict=True) if n else ((), ())
+        lens = np.fromiter(map(len, count_list), dtype=np.int64, count=n) // 4  # float32 counts
+        gids = np.frombuffer(b"".join(id_list), dtype=np.int64)
+        counts = np.frombuffer(b"".join(count_list), dtype=np.float32)
         vocab = len(_VOCAB)
         if vocab <= max(1 << 16, 16 * len(gids)):
             # the process vocabulary is small enough to index directly: no sort needed
@@ -167,14 +179,20 @@ class LexicalView:
         self._data: npt.NDArray[np.float32] | None = None
 
     @property
+    def rows(self) -> npt.NDArray[np.int64]:
+        """The text of each entry (built when asked: only the ``cosine`` weights need all of them)."""
+        return np.repeat(np.arange(self.n, dtype=np.int64), np.diff(self.indptr))
+
+    @property
     def data(self) -> npt.NDArray[np.float32]:
         """TF-IDF weights of the entries, L2-normalised per text (built on first use: the
         default "recall" signal needs only which terms each text holds)."""
         if self._data is None:
             vals = (1.0 + np.log(np.maximum(self._counts, 1.0))) * self.idf[self.indices]
-            norms = np.sqrt(np.bincount(self.rows, weights=vals * vals, minlength=self.n))
+            rows = self.rows
+            norms = np.sqrt(np.bincount(rows, weights=vals * vals, minlength=self.n))
             norms[norms == 0] = 1.0
-            self._data = (vals / norms[self.rows]).astype(np.float32)
+            self._data = (vals / norms[rows]).astype(np.float32)
         return self._data
 
     def query(self, text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
@@ -203,7 +221,8 @@ class LexicalView:
         hit = where[self.indices]
         keep = (hit >= 0).nonzero()[0]
         out = np.zeros((self.n, len(cols)), dtype=np.float32)
-        out[self.rows[keep], hit[keep]] = 1.0 if binary else self.data[keep]
+        rows = np.searchsorted(self.indptr, keep, side="right") - 1  # the text each kept entry is in
+        out[rows, hit[keep]] = 1.0 if binary else self.data[keep]
         return out
 
     def similarity_to(self, text: str) -> npt.NDArray[np.float32]:
