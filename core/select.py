@@ -270,8 +270,10 @@ class _Run:
             np.maximum(pen, 0.0, out=pen)
             np.multiply(open_, pen, out=pen)
             pen -= dead
+        kill, gone = (pen, np.inf) if hybrid else (dead, neg_inf)  # where a pick or a loss is struck off
+        limit = self.n if max_items is None else max_items
         while True:
-            if max_items is not None and len(picked) >= max_items:
+            if len(picked) >= limit:
                 break
             if hybrid:  # rel - penalty * max(maxsim - threshold, 0), -inf when unavailable
                 np.subtract(rel, pen, out=masked)
@@ -291,9 +293,7 @@ class _Run:
                 if top == neg_inf or tok[best] <= remaining:
                     break
                 code[best], self.left_at[best], avail[best], masked[best] = _OVER, remaining, False, neg_inf
-                dead[best] = neg_inf
-                if hybrid:
-                    pen[best] = np.inf
+                kill[best] = gone
             if top == neg_inf:
                 break
             if tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
@@ -307,9 +307,7 @@ class _Run:
             novs.append(float(max(0.0, 1.0 - maxsim[best])))
             remaining -= int(tok[best])
             avail[best] = False
-            dead[best] = neg_inf
-            if hybrid:
-                pen[best] = np.inf
+            kill[best] = gone
             picked.append(best)
             col = cands @ cands[best]  # one column per pick: no n x n matrix
             np.maximum(maxsim, col, out=maxsim)
@@ -320,9 +318,7 @@ class _Run:
                 near = col[col.argmax()]
                 if near >= thr:
                     dup = avail & (col >= thr)
-                    code[dup], self.red_with[dup], avail[dup], dead[dup] = _REDUNDANT, best, False, neg_inf
-                    if hybrid:
-                        pen[dup] = np.inf
+                    code[dup], self.red_with[dup], avail[dup], kill[dup] = _REDUNDANT, best, False, gone
                 if hybrid and near > othr:  # below the threshold the penalty of ``col`` is 0
                     np.subtract(col, othr, out=masked)
                     np.maximum(masked, 0.0, out=masked)
@@ -341,10 +337,11 @@ class _Run:
             code[over], self.left_at[over] = _OVER, remaining
             code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
         near, _ = self._nearest(picked, before=True)
-        src = lex.sources(picked) if lex is not None and lex.head is not None else None
+        src, gain = lex.sources(picked) if lex is not None and lex.head is not None else ([], [])
         for rank, (i, j) in enumerate(zip(picked, near.tolist(), strict=True)):
+            link = (self.name(picked[src[rank]]), gain[rank]) if gain and gain[rank] > 0.05 else None
             out.selected.append(Pick(i, rels[rank], novs[rank], scores[rank], int(tok[i]),
-                                     self._why(i, rels[rank], novs[rank], j, src[rank] if src else -1)))
+                                     self._why(rels[rank], novs[rank], j, link)))
         self._explain(out, explain, remaining)
         if not out.selected:
             out.note = self._empty_note(out)
@@ -412,10 +409,10 @@ class _Run:
                 why = f"{t} tokens, {left} left in the budget"
             out.rejected.append(Rejection(i, r, nov, f, t, _REASONS[c], why, other))
 
-    def _why(self, i: int, rel: float, novelty: float, near: int, source: int) -> str:
+    def _why(self, rel: float, novelty: float, near: int, link: tuple[str, float] | None) -> str:
         why = f"relevance {rel:.2f}"
-        if self.lex is not None and self.lex.hop_gain_at[i] > 0.05:
-            why = f"{why}, linked to {self.name(self.picked[source])} ({self.lex.hop_gain_at[i]:.2f})"
+        if link is not None:
+            why = f"{why}, linked to {link[0]} ({link[1]:.2f})"
         if self.strategy == "baseline":
             return why
         if near >= 0:
@@ -466,7 +463,6 @@ class _Lexical:
         self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
-        self.hop_gain_at: dict[int, float] = {}  # the link each pick had when it was picked
         self.links = np.empty((min(n, 32), n), np.float32)  # row r: the links of the r-th pick
         self.k = 0  # picks joined
         self._present = np.zeros(self.view.v + 1, dtype=np.float32)  # reused term mask (+ padding column)
@@ -490,7 +486,6 @@ class _Lexical:
     def join(self, i: int) -> None:
         """Pick ``i`` joins the context: its goal terms count less, its links count, ``rel`` follows."""
         hop, p = self.hop_gain, self.p
-        self.hop_gain_at[i] = float(hop[i]) * p.hop_weight
         if self.covers_any is not None and self.covers_any[i]:
             # goal terms the pick holds lose weight (a greedy set cover)
             assert self.covers is not None
@@ -508,18 +503,20 @@ class _Lexical:
             np.add(self._base, self.rel, out=self.rel)
         self.k += 1
 
-    def sources(self, picked: Sequence[int]) -> list[int]:
-        """For each pick, the rank of the earliest earlier pick whose link to it is the strongest.
+    def sources(self, picked: Sequence[int]) -> tuple[list[int], list[float]]:
+        """For each pick: the rank of the earliest earlier pick whose link to it is the strongest,
+        and the weighted link it had when it was picked.
 
-        Worked out once at the end from the stored links (only the answer's ``why`` needs it):
-        the running maximum kept the first pick that reached the final value.
+        Worked out once at the end from the stored links (only the answer's ``why`` needs
+        them): the running maximum held max(0, earlier links), reached first by that pick.
         """
         k = self.k
         if not k:
-            return [0] * len(picked)
+            return [], []
         to_picks = self.links[:k, picked]  # [rank of source, rank of pick]
         to_picks[np.arange(k)[:, None] >= np.arange(len(picked))] = -np.inf  # only earlier picks
-        return to_picks.argmax(axis=0).tolist()  # type: ignore[no-any-return]
+        held = np.maximum(to_picks.max(axis=0, initial=-np.inf), 0.0).tolist()
+        return to_picks.argmax(axis=0).tolist(), [h * self.p.hop_weight for h in held]
 
     def _cover(self) -> bool:
         """Goal terms the marked text holds lose weight; True if any did."""
