@@ -32,7 +32,7 @@ import numpy.typing as npt
 # the logistic model's inputs; candidate_features also returns "bg_z", "bg_gap" and "multi", which the
 # corroboration gate (admissible) reads and an operating point may weigh too
 FEATURES = ("sem", "lex", "z", "margin", "agree", "body_sem", "body_lex")
-ALL_FEATURES = (*FEATURES, "bg_z", "bg_gap", "multi")
+ALL_FEATURES = (*FEATURES, "bg_z", "bg_gap", "multi", "mention", "pair")
 
 
 @dataclass
@@ -192,7 +192,19 @@ def admissible(op: OperatingPoint, feats: dict[str, float], p: float, threshold:
     gate = op.solo_bg_z if solo_bg_z is None else solo_bg_z
     if gate <= GATE_OFF:
         return True
-    return feats["multi"] >= 1.0 or (feats["bg_z"] >= gate and feats["bg_gap"] > 0.0)
+    if feats.get("mention", 0.0) >= 1.0:
+        # every shared word is inside quotation marks: the prompt mentions the document's words
+        # ("Translate 'rate limit' into German") and its embedding is pulled by them, so neither
+        # the words nor the semantic score are evidence about the request
+        return False
+    if feats["multi"] >= 1.0:
+        return True
+    if feats.get("pair", 0.0) >= 1.0:
+        # two words share one body paragraph but not the surface: a paragraph mentions many things
+        # ("model" and "running" in an ML policy), so the prompt must also read closer to the document
+        # than to every background request
+        return feats["bg_gap"] > 0.0
+    return feats["bg_z"] >= gate and feats["bg_gap"] > 0.0
 
 
 def separability(surface_vecs: npt.NDArray[np.float32]) -> float:

@@ -325,6 +325,8 @@ class Scores:
     bg_z: npt.NDArray[np.float32] | None = None  # semantic z against each document's own background
     words: npt.NDArray[np.float32] | None = None  # most distinct prompt content stems co-occurring in one place
     bg_near: float | None = None  # the prompt's cosine to its nearest background prompt
+    mention: npt.NDArray[np.bool_] | None = None  # shares words only with the prompt's quoted text
+    body_words: npt.NDArray[np.float32] | None = None  # as words, but any body paragraph counts (>= 1 word)
 
 
 def _tfidf_scores(vectorizer: TfidfVectorizer | None, matrix: Any, prompt: str, n: int) -> npt.NDArray[np.float32]:
@@ -419,18 +421,39 @@ def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
         assert qvec is not None
         bg_near = float((index.bg_vecs @ qvec.astype(np.float32).ravel()).max())
     words = matched_counts(index, prompt) if use_lexical else zeros
-    return Scores(lex, sem, blex, bsem, nearest, nchunk, fused, order, bg_z, words, bg_near)
+    mention = mention_only(index, prompt) if use_lexical else None
+    body_words = matched_counts(index, prompt, body_min=1) if use_lexical else zeros
+    return Scores(lex, sem, blex, bsem, nearest, nchunk, fused, order, bg_z, words, bg_near, mention, body_words)
 
 
-def matched_counts(index: PolicyIndex, prompt: str) -> npt.NDArray[np.float32]:
+# text in quotation marks is mentioned, not used: "Translate 'rate limit' into German" asks about words,
+# it does not limit any rate. An opening mark follows the start, a space or a bracket (so "it's" and
+# "Sam's" are not quotes); backticks are not included: `dark_mode` is code, the subject itself.
+_QUOTED = re.compile(r"""(?:(?<=^)|(?<=[\s(\[:]))(?:'([^'\n]+)'|"([^"\n]+)"|‘([^’\n]+)’|“([^”\n]+)”)(?=[\s.,;:!?)\]]|$)""")
+
+
+def split_quoted(prompt: str) -> tuple[str, str]:
+    """(the prompt with quoted spans blanked, the quoted spans joined)."""
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(prompt)]
+    return (_QUOTED.sub(" ", prompt), " ".join(quoted)) if quoted else (prompt, "")
+
+
+# co-occurring content words needed in one body paragraph to count as corroboration: a paragraph
+# mentions many things ("model" and "running" share a sentence of an ML policy), the routing surface
+# is the author's statement of the situation, where two words suffice
+BODY_COOCCUR = 3
+
+
+def matched_counts(index: PolicyIndex, prompt: str, body_min: int = BODY_COOCCUR) -> npt.NDArray[np.float32]:
     """Per document: the most distinct content stems of the prompt found together in one place.
 
-    A place is the routing surface (with title and name) or one body paragraph. One shared
-    word is weak evidence (every everyday request shares one with some policy), and two words
-    scattered across a three-page body are not much better; two or more that co-occur are.
+    A place is the routing surface (with title and name), where two words count, or one body
+    paragraph, where ``body_min`` (``BODY_COOCCUR``) must. One shared word is weak evidence (every everyday
+    request shares one with some policy), and a few words scattered across a three-page body
+    are not much better. Words inside quotation marks are not counted (see ``split_quoted``).
     """
     n = len(index)
-    stems = sorted({st for _, st in content_words(prompt)})
+    stems = sorted({st for _, st in content_words(split_quoted(prompt)[0])})
     if n == 0 or not stems:
         return np.zeros(n, np.float32)
     surf = np.zeros((n, len(stems)), bool)
@@ -447,8 +470,37 @@ def matched_counts(index: PolicyIndex, prompt: str) -> npt.NDArray[np.float32]:
             col = index.chunk_vectorizer.vocabulary_.get(st)
             if col is not None:
                 chunk[_column_rows(index.chunk_matrix[1], col), j] = True
-        best = np.maximum(best, index.chunks.best_of(chunk.sum(axis=1).astype(np.float32), n))
+        in_chunk = chunk.sum(axis=1).astype(np.float32)
+        in_chunk[in_chunk < body_min] = 0.0
+        best = np.maximum(best, index.chunks.best_of(in_chunk, n))
     return best
+
+
+def mention_only(index: PolicyIndex, prompt: str) -> npt.NDArray[np.bool_]:
+    """Per document: True when it shares content words with the prompt's quoted text and none with the rest.
+
+    The embedding of such a prompt is pulled toward the quoted words, so its semantic score says
+    nothing about the request itself; the corroboration gate rejects these candidates.
+    """
+    n = len(index)
+    used, quoted = split_quoted(prompt)
+    if not quoted or n == 0:
+        return np.zeros(n, bool)
+    return (_surface_or_body_hits(index, quoted) > 0) & (_surface_or_body_hits(index, used) == 0)
+
+
+def _surface_or_body_hits(index: PolicyIndex, text: str) -> npt.NDArray[np.float32]:
+    """Per document: distinct content stems of ``text`` occurring in its surface or anywhere in its body."""
+    n = len(index)
+    out = np.zeros(n, np.float32)
+    for st in {st for _, st in content_words(text)}:
+        hit = np.zeros(n, bool)
+        if index.vectorizer is not None and (col := index.vectorizer.vocabulary_.get(st)) is not None:
+            hit[_column_rows(index.lex_matrix[1], col)] = True
+        if index.chunk_vectorizer is not None and (col := index.chunk_vectorizer.vocabulary_.get(st)) is not None:
+            hit[index.chunks.owner[_column_rows(index.chunk_matrix[1], col)]] = True
+        out += hit
+    return out
 
 
 def _column_rows(csc: Any, col: int) -> npt.NDArray[np.int32]:
@@ -458,8 +510,12 @@ def _column_rows(csc: Any, col: int) -> npt.NDArray[np.int32]:
 
 def decision_features(sc: Scores, doc: int) -> dict[str, float]:
     """The abstention model's signals for one candidate document."""
-    return candidate_features(sc.lexical, sc.semantic, doc, sc.body_semantic, sc.body_lexical, sc.bg_z, sc.words,
-                              sc.bg_near)
+    feats = candidate_features(sc.lexical, sc.semantic, doc, sc.body_semantic, sc.body_lexical, sc.bg_z, sc.words,
+                               sc.bg_near)
+    feats["mention"] = 1.0 if sc.mention is not None and bool(sc.mention[doc]) else 0.0
+    # two words together in one body paragraph only: weaker than the surface, see admissible()
+    feats["pair"] = 1.0 if sc.body_words is not None and float(sc.body_words[doc]) >= 2 else 0.0
+    return feats
 
 
 def matched_words(index: PolicyIndex, doc: int, prompt: str, limit: int = 6) -> list[str]:

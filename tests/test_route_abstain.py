@@ -11,7 +11,7 @@ from mcp import Client
 from bosun.core.abstain import GATE_OFF, SHIPPED, OperatingPoint, admissible
 from bosun.core.embedding import HashEmbedder
 from bosun.core.policy_corpus import parse_policy
-from bosun.core.route import build_index_with, matched_counts, score
+from bosun.core.route import build_index_with, matched_counts, mention_only, score, split_quoted
 from bosun.core.route_background import BACKGROUND
 
 DEPLOY = """# Production deploys
@@ -44,6 +44,24 @@ def test_matched_counts_need_words_together_in_one_place() -> None:
     # two words of one document, but in different paragraphs and not both in the surface: still one place each
     assert counts("fifteen plans") == [1.0, 0.0]
     assert counts("zzz qqq") == [0.0, 0.0]
+    # two words in one body paragraph: a paragraph mentions many things, the surface states the situation;
+    # they count only where every body paragraph counts (body_min=1), which the gate reads as weaker evidence
+    assert counts("more canary traffic") == [1.0, 0.0]  # canary on the surface; canary + traffic in a paragraph
+    assert matched_counts(index, "more canary traffic", body_min=1).tolist() == [2.0, 0.0]
+    # quoted words are mentioned, not used
+    assert counts("translate 'rollback plan' into German") == [0.0, 0.0]
+
+
+def test_quoted_text_is_a_mention() -> None:
+    assert split_quoted("Translate 'rate limit' into German") == ("Translate   into German", "rate limit")
+    assert split_quoted('say "kill switch" twice') == ("say   twice", "kill switch")
+    assert split_quoted("It's Friday and Sam's deploy failed") == ("It's Friday and Sam's deploy failed", "")
+    assert split_quoted("Remove the `dark_mode` flag") == ("Remove the `dark_mode` flag", "")  # code, not a mention
+    index = _index()
+    assert mention_only(index, "translate 'rollback plan' into German").tolist() == [True, False]
+    # a shared word outside the quotes: the request itself is about the document
+    assert mention_only(index, "the deploy failed with 'rollback plan missing'").tolist() == [False, False]
+    assert mention_only(index, "what is the rollback plan").tolist() == [False, False]
 
 
 def test_index_keeps_each_documents_background() -> None:
@@ -64,6 +82,11 @@ def test_gate_is_monotone_and_can_be_switched_off() -> None:
     assert not admissible(op, {**solo, "bg_gap": -0.01}, 0.99, 0.5)  # reads like an everyday request
     assert admissible(op, {**solo, "multi": 1.0, "bg_z": -1.0, "bg_gap": -0.2}, 0.6, 0.5)  # two words co-occur
     assert admissible(op, {**solo, "bg_z": -1.0, "bg_gap": -0.2}, 0.6, 0.5, solo_bg_z=GATE_OFF)
+    # every shared word inside quotation marks: neither words nor embedding speak for the request
+    assert not admissible(op, {**solo, "multi": 1.0, "mention": 1.0}, 0.99, 0.5)
+    # two words in one body paragraph only: the prompt must read closer to the document than to the background
+    assert admissible(op, {**solo, "pair": 1.0, "bg_z": 0.0, "bg_gap": 0.01}, 0.9, 0.5)
+    assert not admissible(op, {**solo, "pair": 1.0, "bg_z": 9.0, "bg_gap": -0.01}, 0.9, 0.5)
 
 
 def test_operating_point_written_before_the_gate_reads_with_the_gate_off() -> None:
@@ -90,6 +113,7 @@ async def test_one_shared_word_everyday_prompts_abstain(real_client: Client) -> 
         "Is it safe to deploy an airbag myself?",
         "What secret ingredient makes pesto taste better?",
         "What's the best way to test if an egg is fresh?",
+        "Translate 'rollback plan' into German",  # a mention: the quoted words are the document's, the request is not
     ):
         out = (await real_client.call_tool("route", {"prompt": prompt})).structured_content
         assert out is not None and out["hits"] == [] and out["abstained"] is True, (prompt, out)
