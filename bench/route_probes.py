@@ -1,8 +1,11 @@
-"""One-shared-word probes: everyday prompts that each share one word with a demo policy.
+"""Word-collision probes: everyday prompts that share a word with a policy, and should route nothing.
 
-Written after the one-word gate was designed and used for no choice, so they measure how often
-a word collision still routes. Prints each prompt that routes, with the shipped point and with
-the gate off.
+Set A (PROBES): 20 prompts, each sharing one word with a demo policy; written after the one-word
+gate was designed and used for no choice. Set B (bench/labels/route_probes_b.jsonl): 20 everyday
+prompts sharing a word with a held-out policy plus 10 engineering prompts for those policies that
+should route; written before the quoted-mention rule, the body-paragraph rule and the broader
+background, and used only for reporting. Prints each prompt that routes wrongly, with the shipped
+point and with the gate off.
 
     python bench/route_probes.py
 """
@@ -18,7 +21,10 @@ from route_common import embed_cached, load_model
 
 from bosun.core.abstain import GATE_OFF, SHIPPED
 from bosun.core.route import build_index_with, route
+from bosun.core.route_metrics import compute, parse_labelled
 from bosun.server.policies import demo_corpus_dir, scan_corpus
+
+REPO = Path(__file__).resolve().parents[1]
 
 PROBES = (
     "Recommend a good book about the history of Rome", "Plan a three-day trip to Lisbon",
@@ -46,6 +52,17 @@ def main() -> int:
                 routed += 1
                 print(f"{label}: {prompt!r} -> {', '.join(hits)}")
         print(f"{label}: {routed}/{len(PROBES)} routed\n")
+    held = build_index_with(scan_corpus([REPO / "examples" / "policies-heldout"]).policies, emb)
+    rows = parse_labelled((REPO / "bench" / "labels" / "route_probes_b.jsonl").read_text().splitlines())
+    bvecs = embed_cached(emb, [r.prompt for r in rows])
+    for label, op in (("shipped", SHIPPED), ("gate off", dataclasses.replace(SHIPPED, solo_bg_z=GATE_OFF))):
+        got = [[h.name for h in route(held, r.prompt, v, op).hits] for r, v in zip(rows, bvecs, strict=True)]
+        for r, names in zip(rows, got, strict=True):
+            if (not r.expected and names) or (r.expected and not set(r.expected) & set(names)):
+                print(f"set B {label}: {r.prompt!r} -> {', '.join(names) or '(nothing)'}; expected {', '.join(r.expected) or 'nothing'}")
+        m = compute(rows, got)
+        print(f"set B {label}: {int(m['false_alarms'])}/{int(m['negatives'])} everyday prompts routed; engineering prompts "
+              f"recall@2 {m['recall_at_2']:.3f}, top-1 {m['top1']:.3f}\n")
     return 0
 
 
