@@ -420,9 +420,8 @@ def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     if semantic and index.bg_vecs is not None:
         assert qvec is not None
         bg_near = float((index.bg_vecs @ qvec.astype(np.float32).ravel()).max())
-    words = matched_counts(index, prompt) if use_lexical else zeros
+    words, body_words = matched_counts_pair(index, prompt) if use_lexical else (zeros, zeros)
     mention = mention_only(index, prompt) if use_lexical else None
-    body_words = matched_counts(index, prompt, body_min=1) if use_lexical else zeros
     return Scores(lex, sem, blex, bsem, nearest, nchunk, fused, order, bg_z, words, bg_near, mention, body_words)
 
 
@@ -448,14 +447,20 @@ def matched_counts(index: PolicyIndex, prompt: str, body_min: int = BODY_COOCCUR
     """Per document: the most distinct content stems of the prompt found together in one place.
 
     A place is the routing surface (with title and name), where two words count, or one body
-    paragraph, where ``body_min`` (``BODY_COOCCUR``) must. One shared word is weak evidence (every everyday
-    request shares one with some policy), and a few words scattered across a three-page body
-    are not much better. Words inside quotation marks are not counted (see ``split_quoted``).
+    paragraph, where ``body_min`` (``BODY_COOCCUR``) must. One shared word is weak evidence (every
+    everyday request shares one with some policy), and a few words scattered across a three-page
+    body are not much better. Words inside quotation marks are not counted (see ``split_quoted``).
     """
+    return matched_counts_pair(index, prompt, body_min)[0]
+
+
+def matched_counts_pair(index: PolicyIndex, prompt: str, body_min: int = BODY_COOCCUR
+                        ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """(``matched_counts`` with ``body_min``, the same with any body paragraph counting) in one pass."""
     n = len(index)
     stems = sorted({st for _, st in content_words(split_quoted(prompt)[0])})
     if n == 0 or not stems:
-        return np.zeros(n, np.float32)
+        return np.zeros(n, np.float32), np.zeros(n, np.float32)
     surf = np.zeros((n, len(stems)), bool)
     if index.vectorizer is not None:
         for j, st in enumerate(stems):
@@ -463,6 +468,7 @@ def matched_counts(index: PolicyIndex, prompt: str, body_min: int = BODY_COOCCUR
             if col is not None:
                 surf[_column_rows(index.lex_matrix[1], col), j] = True
     best = surf.sum(axis=1).astype(np.float32)
+    any_body = best.copy()
     n_chunks = len(index.chunks.text)
     if index.chunk_vectorizer is not None and n_chunks:
         chunk = np.zeros((n_chunks, len(stems)), bool)
@@ -471,9 +477,10 @@ def matched_counts(index: PolicyIndex, prompt: str, body_min: int = BODY_COOCCUR
             if col is not None:
                 chunk[_column_rows(index.chunk_matrix[1], col), j] = True
         in_chunk = chunk.sum(axis=1).astype(np.float32)
+        any_body = np.maximum(any_body, index.chunks.best_of(in_chunk, n))
         in_chunk[in_chunk < body_min] = 0.0
         best = np.maximum(best, index.chunks.best_of(in_chunk, n))
-    return best
+    return best, any_body
 
 
 def mention_only(index: PolicyIndex, prompt: str) -> npt.NDArray[np.bool_]:
