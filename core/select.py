@@ -194,7 +194,6 @@ class _Run:
         self.picked: list[int] = []
         self.lex = _Lexical(pool, params, self.rel) if strategy == "hybrid" else None
         self.code = np.zeros(n, dtype=np.int8)
-        self.red_with = np.full(n, -1, dtype=np.int64)  # for context duplicates: filled lazily
         self.left_at = np.zeros(n, dtype=np.int64)
         self._refs: tuple[F32, npt.NDArray[np.int64]] | None = None
 
@@ -318,7 +317,7 @@ class _Run:
                 near = col[col.argmax()]
                 if near >= thr:
                     dup = avail & (col >= thr)
-                    code[dup], self.red_with[dup], avail[dup], kill[dup] = _REDUNDANT, best, False, gone
+                    code[dup], avail[dup], kill[dup] = _REDUNDANT, False, gone  # "redundant with" is found at the end
                 if hybrid and near > othr:  # below the threshold the penalty of ``col`` is 0
                     np.subtract(col, othr, out=masked)
                     np.maximum(masked, 0.0, out=masked)
