@@ -8,8 +8,12 @@ Two parts decide whether a candidate routes:
    15-tool MetaTool sub-corpora (queries for tools outside the sub-corpus are
    negatives), and bosun's demo policies (17 documents with bodies, 81 prompts);
 2. the corroboration gate: a candidate sharing fewer than two distinct content
-   words with its document (surface, or one body paragraph) needs a semantic
-   score ``solo_bg_z`` standard deviations above the document's own background.
+   words with its document's surface (or three with one body paragraph) needs a
+   semantic score ``solo_bg_z`` standard deviations above the document's own
+   background and to read closer to it than to any background prompt (two words
+   in one body paragraph need the latter only); a candidate whose shared words
+   are all inside quotation marks is rejected (see ``admissible``). The fit does
+   not read these rules; the grid below chooses ``solo_bg_z`` with them in force.
 
 The threshold and the gate are chosen together by a stated rule on the fitting
 sources: zero false alarms on the demo negatives is a hard gate (precision over

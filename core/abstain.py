@@ -185,7 +185,9 @@ def admissible(op: OperatingPoint, feats: dict[str, float], p: float, threshold:
     background prompts (``bosun.core.route_background``) from both sides: its score must stand
     ``solo_bg_z`` deviations above the document's own background, and the prompt must be closer to
     the document than to every background prompt (``bg_gap`` > 0: it does not read as an everyday
-    request). The gate is monotone: it can only remove hits the logistic model admitted.
+    request). Two words that share only a body paragraph (``pair``) need the second test alone; a
+    candidate whose shared words all sit inside quotation marks (``mention``) is rejected. The gate
+    is monotone: it can only remove hits the logistic model admitted.
     """
     if p < threshold:
         return False
