@@ -198,8 +198,8 @@ class LexicalView:
     def query(self, text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Columns and L2-normalised TF-IDF weights of an outside text (a goal) in this pool's vocabulary."""
         gids, counts = _encoded(text)
-        if not len(gids) or not self.n:
-            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        if not len(gids) or not self.n or (self.gvocab is not None and not len(self.gvocab)):
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)  # (a pool of texts without terms: none shared)
         if self.gvocab is None:
             inside = gids < self.v
             gids, counts = gids[inside], counts[inside]

@@ -297,3 +297,22 @@ def test_lexical_view_is_reused_for_the_same_pool_and_gives_the_same_answer() ->
     again = select(pool, 1000, "hybrid")
     assert next(iter(select_lexical._VIEWS.values())) is view
     assert again.indices == first.indices and [p.score for p in again.selected] == [p.score for p in first.selected]
+
+
+def test_hybrid_answers_for_a_pool_without_terms_when_the_vocabulary_is_large(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big process vocabulary switches the view to pool-local ids; a pool whose texts hold
+    no terms then has an empty vocabulary, and the goal's lookup must not index into it."""
+    from bosun.core import select_lexical
+
+    monkeypatch.setattr(select_lexical, "_VOCAB", {f"zz{i}": i for i in range(70_000)})
+    select_lexical._encoded_raw.cache_clear()  # ids cached against the real vocabulary
+    select_lexical._VIEWS.clear()
+    try:
+        pool = make_pool("retry the upload with backoff", ["", "!!", "?"])
+        out = select(pool, 100, "hybrid")
+        assert len(out.selected) + out.rejected_total == 3
+        assert all(p.relevance == pytest.approx(0.3 * r) for p, r in
+                   zip(out.selected, (float(pool.candidates[p.index] @ pool.goal) for p in out.selected), strict=True))
+    finally:
+        select_lexical._encoded_raw.cache_clear()
+        select_lexical._VIEWS.clear()
