@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -480,7 +480,8 @@ class _Lexical:
         self._present[cols] = 0.0
 
     def _lexical(self) -> F32:
-        return self.p.lexical_weight * (self.cols @ (self.q_vals * self.weights))
+        # the product is float64 when the term weights are; callers add it to float32 scores as before
+        return cast(F32, self.p.lexical_weight * (self.cols @ (self.q_vals * self.weights)))
 
     def join(self, i: int) -> None:
         """Pick ``i`` joins the context: its goal terms count less, its links count, ``rel`` follows."""
