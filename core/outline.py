@@ -13,18 +13,22 @@ bounded window (head and tail) so a megabyte outlines in a few milliseconds.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import json
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bosun.core.redact import AnchorScan
 from bosun.core.tokens import estimate_tokens
 
 WINDOW_HEAD = 192_000  # characters examined line by line at the start ...
 WINDOW_TAIL = 64_000  # ... and at the end of a large payload
 MAX_LINE = 240  # outline lines are cut to this many characters
+_UTF8_ABOVE = 16_384  # characters: smaller texts are searched as ``str`` (no setup cost to win back)
 
 
 @dataclass
@@ -106,6 +110,73 @@ def _line_at(text: str, pos: int) -> str:
     return text[lo : hi if hi >= 0 else len(text)]
 
 
+_ERROR_NEEDLES = ("error", "exception", "traceback", "fail", "fatal", "panic")
+_TEST_NEEDLES = ("FAILED ", "ERROR ", "FAIL: ", "ERROR: ", "PASSED ")  # a test run, in the head
+_FAIL_NEEDLES = ("FAILED ", "ERROR ", "FAIL: ", "ERROR: ", "XPASS ")  # its failures
+_LINE_NEEDLES = frozenset(_TEST_NEEDLES + _FAIL_NEEDLES)
+_HEAD_NEEDLES = ("test session starts", "Traceback (most recent call last)")
+# every literal the outline of a large payload looks for, found in one vectorised pass per window
+_OUTLINE_SCAN = AnchorScan(
+    [n.lower().encode() for n in _ERROR_NEEDLES + _HEAD_NEEDLES] + [b"\n" + n.lower().encode() for n in _LINE_NEEDLES]
+)
+
+
+class Utf8Text:
+    """The UTF-8 bytes of a text, for the literal searches of a large payload.
+
+    ``data`` must be exactly ``text.encode("utf-8")`` (observe has those bytes already). Byte
+    searches are several times faster than ``str`` searches (a payload with one non-ASCII
+    character is a 2- or 4-byte-per-character string), and the results are the same: the
+    needles are ASCII (a UTF-8 continuation byte is never ASCII), byte offsets keep the order
+    of character offsets, lines split at the same newlines and decode to the same strings, and
+    the head/tail windows are mapped to the byte offsets of the same character boundaries.
+    """
+
+    @classmethod
+    def of(cls, text: str, data: bytes | None) -> Utf8Text | None:
+        """The view for a large text (small ones are searched as ``str``: no setup cost to win back)."""
+        return cls(text, data) if data is not None and len(text) > _UTF8_ABOVE else None
+
+    def __init__(self, text: str, data: bytes) -> None:
+        self.data = data
+        self._found: list[dict[bytes, list[int]]] | None = None  # per region, from one scan (lazily)
+        self.ascii = len(data) == len(text)
+        n = len(text)
+        if n <= WINDOW_HEAD + WINDOW_TAIL:
+            self.regions = [(0, len(data))]
+            self.head_end = len(data) if n <= WINDOW_HEAD else self._offset(text, WINDOW_HEAD)
+        else:
+            self.head_end = self._offset(text, WINDOW_HEAD)
+            tail = WINDOW_TAIL if self.ascii else len(text[n - WINDOW_TAIL :].encode("utf-8"))
+            self.regions = [(0, self.head_end), (len(data) - tail, len(data))]
+
+    def _offset(self, text: str, chars: int) -> int:
+        """Byte offset of character ``chars``."""
+        return chars if self.ascii else len(text[:chars].encode("utf-8"))
+
+    def occurrences(self, region: int, needle: str, fold: bool) -> list[int]:
+        """Every start of ``needle`` (overlaps included) within region ``region``, or from the byte
+        before it for a needle that starts with a newline; ``fold``: in the lower-cased bytes."""
+        if self._found is None:
+            self._found = []
+            for lo, hi in self.regions:
+                start = max(lo - 1, 0)  # a line-start match may begin at the newline just before
+                hits = _OUTLINE_SCAN.positions(self.data[start:hi])
+                self._found.append({k: [p + start for p in v] for k, v in hits.items()})
+        found = self._found[region].get(needle.lower().encode(), [])
+        if fold:
+            return found
+        exact = needle.encode()
+        return [p for p in found if self.data.startswith(exact, p)]
+
+    def line_at(self, pos: int, end: int | None = None) -> str:
+        """``_line_at`` of the text (cut at byte ``end``, as ``_line_at`` of a prefix would be)."""
+        end = len(self.data) if end is None else end
+        lo = self.data.rfind(b"\n", 0, pos) + 1
+        hi = self.data.find(b"\n", pos, end)
+        return self.data[lo : hi if hi >= 0 else end].decode("utf-8")
+
+
 # -- detection -------------------------------------------------------------------------------------
 
 _PYTEST_SUMMARY = re.compile(r"^=+ .*\b(?:passed|failed|error|errors|skipped|xfailed|deselected|no tests ran)\b.* in [\d.]+s.*=+$", re.M)
@@ -123,8 +194,16 @@ _CODE_LINE = re.compile(
 _NUMBERED = re.compile(r"^\s*\d+[\t:│|] ?")
 
 
-def detect_kind(text: str, command: str | None = None) -> str:
-    """Name what ``text`` is: binary, json, jsonl, test, diff, grep, paths, log, code, table or text."""
+def detect_kind(text: str, command: str | None = None, utf8: Utf8Text | None = None) -> str:
+    """Name what ``text`` is: binary, json, jsonl, test, diff, grep, paths, log, code, table or text.
+
+    ``utf8`` (``Utf8Text.of(text, text.encode())``), when given, runs the literal searches on the
+    bytes: the same answer, faster.
+    """
+    return _detect_kind(text, command, utf8)
+
+
+def _detect_kind(text: str, command: str | None, u: Utf8Text | None) -> str:
     sample = text[:16_000]
     if "\x00" in sample or sample.count("\ufffd") > max(8, len(sample) // 50):
         return "binary"
@@ -139,13 +218,7 @@ def detect_kind(text: str, command: str | None = None) -> str:
                 return "jsonl"
             except ValueError:
                 pass
-    head = text[:WINDOW_HEAD]
-    if (
-        _PYTEST_SUMMARY.search(text[-8000:]) or _UNITTEST_RAN.search(text[-8000:])
-        or "test session starts" in head
-        or sum(1 for p in _literal_line_starts(head, ("FAILED ", "ERROR ", "FAIL: ", "ERROR: ", "PASSED "), 4)
-               if _TEST_LINE.match(_line_at(head, p))) >= 2
-    ):
+    if _PYTEST_SUMMARY.search(text[-8000:]) or _UNITTEST_RAN.search(text[-8000:]) or _test_lines_in_head(text, u):
         return "test"
     if len(_DIFF.findall(sample)) >= 2:
         return "diff"
@@ -157,7 +230,7 @@ def detect_kind(text: str, command: str | None = None) -> str:
         return "grep"
     if sum(1 for ln in lines if _PATH_LINE.match(ln.strip())) >= 0.7 * n and n >= 3:
         return "paths"
-    if "Traceback (most recent call last)" in head or sum(1 for ln in lines if _LOG_LEVEL.search(ln)) >= 0.3 * n:
+    if _in_head(text, u, "Traceback (most recent call last)") or sum(1 for ln in lines if _LOG_LEVEL.search(ln)) >= 0.3 * n:
         return "log"
     numbered = sum(1 for ln in lines if _NUMBERED.match(ln))
     codeish = sum(1 for ln in lines if _CODE_LINE.match(_NUMBERED.sub("", ln, count=1)))
@@ -166,6 +239,28 @@ def detect_kind(text: str, command: str | None = None) -> str:
     if _table_columns(lines) is not None:
         return "table"
     return "text"
+
+
+
+
+def _in_head(text: str, u: Utf8Text | None, needle: str) -> bool:
+    """``needle in text[:WINDOW_HEAD]``."""
+    if u is not None and needle in _HEAD_NEEDLES:
+        end = u.head_end - len(needle.encode())
+        return any(p <= end for p in u.occurrences(0, needle, fold=False))
+    return needle in text[:WINDOW_HEAD]
+
+
+def _test_lines_in_head(text: str, u: Utf8Text | None) -> bool:
+    """A pytest banner, or at least two test-result lines, in the head window."""
+    if _in_head(text, u, "test session starts"):
+        return True
+    if u is not None:
+        hits = _literal_line_starts_utf8(u, _TEST_NEEDLES, 4, head_only=True)
+        if hits is not None:
+            return sum(1 for p in hits if _TEST_LINE.match(u.line_at(p, u.head_end))) >= 2
+    head = text[:WINDOW_HEAD]
+    return sum(1 for p in _literal_line_starts(head, _TEST_NEEDLES, 4) if _TEST_LINE.match(_line_at(head, p))) >= 2
 
 
 def _json_or_none(text: str) -> Any:
@@ -177,9 +272,15 @@ def _json_or_none(text: str) -> Any:
 
 # -- builders --------------------------------------------------------------------------------------
 
-def build_outline(text: str, budget: int = 160, command: str | None = None, kind: str | None = None) -> Outline:
-    """The outline of ``text`` within ``budget`` tokens (kind detected unless given)."""
-    kind = kind or detect_kind(text, command)
+def build_outline(
+    text: str, budget: int = 160, command: str | None = None, kind: str | None = None, utf8: Utf8Text | None = None
+) -> Outline:
+    """The outline of ``text`` within ``budget`` tokens (kind detected unless given).
+
+    ``utf8``: the text's bytes (see ``detect_kind``): the same outline, faster.
+    """
+    u = utf8
+    kind = kind or _detect_kind(text, command, u)
     if kind == "text":  # keep both ends: fewer head/tail lines rather than losing the tail
         for n in (6, 4, 3, 2, 1):
             out = _text(text, n, max(1, n - 2))
@@ -187,8 +288,12 @@ def build_outline(text: str, budget: int = 160, command: str | None = None, kind
                 break
         out.lines = _fit(out.lines, budget)
         return out
-    builder = _BUILDERS.get(kind, _text)
-    out = builder(text)
+    if u is not None and kind == "test":
+        out = _test(text, u)
+    elif u is not None and kind == "log":
+        out = _log(text, u)
+    else:
+        out = _BUILDERS.get(kind, _text)(text)
     out.kind = kind
     out.lines = _fit(out.lines, budget)
     return out
@@ -208,7 +313,7 @@ def _text(text: str, n_head: int = 6, n_tail: int = 4) -> Outline:
     return Outline("text", shown, [{"op": "range", "start": 1, "end": min(lines.total, 80)}])
 
 
-def _test(text: str) -> Outline:
+def _test(text: str, u: Utf8Text | None = None) -> Outline:
     out: list[str] = []
     facts: dict[str, Any] = {}
     tail = text[-8000:]
@@ -224,15 +329,20 @@ def _test(text: str) -> Outline:
         facts["summary"] = line
     failures: list[str] = []
     seen: set[str] = set()
-    for pos in _literal_line_starts(text, ("FAILED ", "ERROR ", "FAIL: ", "ERROR: ", "XPASS "), 400):
-        line = _line_at(text, pos)
+    needles = _FAIL_NEEDLES
+    starts = _literal_line_starts_utf8(u, needles, 400) if u is not None else None
+    line_at: Callable[[int], str] = u.line_at if starts is not None and u is not None else lambda p: _line_at(text, p)
+    if starts is None:
+        starts = _literal_line_starts(text, needles, 400)
+    for pos in starts:
+        line = line_at(pos)
         if line in seen or not _TEST_LINE.match(line):
             continue
         seen.add(line)
         failures.append(line)
     facts["failures"] = len(failures)
     out.extend(_clip(f, 200) for f in failures[:25])
-    errors = _first_error_lines(text, 6)
+    errors = _first_error_lines(text, 6, u)
     out.extend(f"{n}: {_clip(s, 200)}" for n, s in errors if not any(s.strip() in f for f in failures[:25]))
     hints: list[dict[str, Any]] = [{"op": "grep", "pattern": r"^(FAILED|ERROR|FAIL:)|^E  ", "context": 0}]
     if errors:
@@ -240,7 +350,6 @@ def _test(text: str) -> Outline:
     return Outline("test", out or _text(text).lines, hints, facts)
 
 
-_ERROR_NEEDLES = ("error", "exception", "traceback", "fail", "fatal", "panic")
 _ERROR_LINE = re.compile(
     r"^(?:E\s{2,}.*|\w+(?:\.\w+)*(?:Error|Exception|Warning|Interrupt|Exit)\b.*|.*\b(?:ERROR|FATAL|CRITICAL|panic:)\b.*|"
     r"Traceback \(most recent call last\):|.*error(?:\[\w+\])?: .*)$"
@@ -294,10 +403,66 @@ def _literal_line_starts(text: str, needles: tuple[str, ...], cap: int) -> list[
     return sorted(set(found))
 
 
-def _first_error_lines(text: str, limit: int) -> list[tuple[int, str]]:
+def _literal_line_starts_utf8(u: Utf8Text, needles: tuple[str, ...], cap: int, head_only: bool = False) -> list[int] | None:
+    """``_literal_line_starts`` on the bytes (of the head window only when ``head_only``): the
+    byte offsets of the same hits, from the one scan (None: needles the scan does not cover)."""
+    if _line_start_rx(needles) is None or any(n not in _LINE_NEEDLES for n in needles):
+        return None
+    hits: list[int] = []
+    for r, (lo, hi) in enumerate(u.regions[:1] if head_only else u.regions):
+        if head_only:
+            hi = u.head_end
+        for needle in needles:
+            nb = needle.encode()
+            mine = [0] if lo == 0 and u.data.startswith(nb, 0, hi) else []
+            end = hi - len(nb) - 1  # the newline at p, the needle within the window
+            mine.extend(p + 1 for p in u.occurrences(r, "\n" + needle, fold=False) if p <= end)
+            hits.extend(mine[:cap])
+    return sorted(set(hits))
+
+
+def _first_error_lines_utf8(u: Utf8Text, limit: int) -> list[tuple[int, str]]:
+    """``_first_error_lines`` on the bytes (same lines, same numbers).
+
+    The needles' occurrences come from the one scan of the windows (lower-cased for an ASCII
+    text, as the ``str`` version searches it; exact for any other text).
+    """
+    data = u.data
+    positions: list[int] = []
+    for r, (lo, hi) in enumerate(u.regions):
+        for needle in _ERROR_NEEDLES:
+            occ = u.occurrences(r, needle, fold=u.ascii)  # ASCII text is searched lower-cased
+            start = lo
+            j = 0
+            mine = 0
+            while mine < 150:  # hay.find(needle, start, hi), then on from the end of its line
+                mine += 1
+                j = bisect.bisect_left(occ, start, j)
+                if j >= len(occ):
+                    break
+                i = occ[j]
+                positions.append(i)
+                start = data.find(b"\n", i, hi)
+                if start < 0:
+                    break
+
+    def numbers(pos: list[int]) -> dict[int, int]:
+        out: dict[int, int] = {}
+        line, last = 1, 0
+        for p in sorted(set(pos)):
+            line += data.count(b"\n", last, p)
+            out[p] = line
+            last = p
+        return out
+
+    return _rank_error_lines(positions, limit, u.line_at, numbers)
+
+
+def _first_error_lines(text: str, limit: int, u: Utf8Text | None = None) -> list[tuple[int, str]]:
     """(line number, line) of distinct error-looking lines, found by literal search."""
+    if u is not None:
+        return _first_error_lines_utf8(u, limit)
     hay = text.lower() if text.isascii() else text
-    found: dict[str, int] = {}
     positions: list[int] = []
     for lo, hi in _regions(len(hay)):  # the head and the tail (final exception) of big payloads
         for needle in _ERROR_NEEDLES:
@@ -312,9 +477,17 @@ def _first_error_lines(text: str, limit: int) -> list[tuple[int, str]]:
                 start = hay.find("\n", i, hi)
                 if start < 0:
                     break
+    return _rank_error_lines(positions, limit, lambda pos: _line_at(text, pos),
+                             lambda pos: _line_numbers(text, pos))
+
+
+def _rank_error_lines(positions: list[int], limit: int, line_at: Callable[[int], str],
+                      line_numbers: Callable[[list[int]], dict[int, int]]) -> list[tuple[int, str]]:
+    """The distinct error lines at ``positions``, final exceptions first, with their line numbers."""
+    found: dict[str, int] = {}
     rejected: set[str] = set()  # several needles often hit one line: match it once
     for pos in sorted(set(positions)):
-        line = _line_at(text, pos)
+        line = line_at(pos)
         key = line.strip()
         if key in found or key in rejected:
             continue
@@ -327,11 +500,11 @@ def _first_error_lines(text: str, limit: int) -> list[tuple[int, str]]:
     ranked = sorted(found.items(), key=lambda kv: kv[1])
     # prefer the final exception lines over "Traceback" headers
     chosen = [kv for kv in ranked if not kv[0].startswith("Traceback")][:limit] or ranked[:limit]
-    numbers = _line_numbers(text, [pos for _, pos in chosen])
+    numbers = line_numbers([pos for _, pos in chosen])
     return [(numbers[pos], line) for line, pos in chosen]
 
 
-def _log(text: str) -> Outline:
+def _log(text: str, u: Utf8Text | None = None) -> Outline:
     lines = _Lines(text)
     levels: Counter[str] = Counter()
     for _, s in lines.numbered():
@@ -339,7 +512,7 @@ def _log(text: str) -> Outline:
         if m:
             levels[m.group(1).replace("WARNING", "WARN")] += 1
     out = [f"{lines.total} lines" + ("" if not levels else ", levels " + ", ".join(f"{k}={v}" for k, v in levels.most_common()))]
-    errors = _first_error_lines(text, 8)
+    errors = _first_error_lines(text, 8, u)
     out.extend(f"{n}: {_clip(s, 200)}" for n, s in errors)
     if not errors:
         out.extend(_text(text).lines)
@@ -541,7 +714,7 @@ def _binary(text: str) -> Outline:
     ])
 
 
-_BUILDERS = {
+_BUILDERS: dict[str, Callable[[str], Outline]] = {
     "text": _text, "test": _test, "log": _log, "code": _code, "grep": _grep, "paths": _paths,
     "diff": _diff, "json": _json, "jsonl": _jsonl, "table": _table, "binary": _binary,
 }

@@ -33,7 +33,7 @@ from bosun.core.offload import (
     stub_tokens,
     worth_it,
 )
-from bosun.core.outline import build_outline, detect_kind
+from bosun.core.outline import Utf8Text, build_outline, detect_kind
 from bosun.core.redact import Redactor, redact_value
 from bosun.core.tokens import estimate_tokens
 from bosun.server.tasks import TaskService, check_text, tasks_of
@@ -205,12 +205,13 @@ class OffloadService:
         outline_kind = None
         facts: dict[str, Any] = {}
         total_lines = count_lines(data)  # the bytes hold the same newlines as ``text``
-        kind = detect_kind(text, command)
+        utf8 = Utf8Text.of(text, data if not redactions else None)  # unredacted: data is text's UTF-8
+        kind = detect_kind(text, command, utf8)
         if choice.offload or failed or kind == "test":  # a test run's outcome sets tests_passed even when small
             budget = pm.outline_budget(tokens)
             if kind in ("json", "jsonl"):  # room for the identifiers an API agent acts on next
                 budget = max(budget, min(120, tokens // 4))
-            ol = build_outline(text, budget=budget, command=command, kind=kind)
+            ol = build_outline(text, budget=budget, command=command, kind=kind, utf8=utf8)
             outline_kind, facts = ol.kind, ol.facts
         ref = await self.engine.refs.put(data, MEDIA_TEXT)  # committed before the event that points at it
         digest = ref.rsplit(":", 1)[1]

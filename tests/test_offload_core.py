@@ -21,7 +21,7 @@ from bosun.core.offload import (
     stub_tokens,
     worth_it,
 )
-from bosun.core.outline import build_outline, detect_kind
+from bosun.core.outline import WINDOW_HEAD, WINDOW_TAIL, Utf8Text, build_outline, detect_kind
 from bosun.core.query import error_signature, run_query
 from bosun.core.tokens import estimate_tokens
 
@@ -222,3 +222,25 @@ def test_json_outline_carries_identifiers_and_grep_windows_long_lines() -> None:
     res = run_query(doc.encode(), "grep", pattern="HAT042|HAT090")
     assert '"HAT042"' in res.text and '"HAT090"' in res.text and "of 7400]" in res.text
     assert estimate_tokens(res.text) < estimate_tokens(doc) / 3
+
+
+@pytest.mark.parametrize("extra", ["", "é", "😀"])  # 1-, 2- and 4-byte-per-character strings
+def test_outline_on_utf8_bytes_matches_the_str_outline(extra: str) -> None:
+    """The byte-level searches of a large payload give the same kind and outline as the str ones,
+    also for lines cut by the head/tail window edges and hits just before the tail window."""
+    block = "".join(
+        f"collected item {i}{extra}\nerror while loading fixture {i}\nFAILED tests/test_m.py::test_{i} - ValueError: bad {i}\n"
+        if i % 7 == 0 else f"tests/test_m.py::test_{i} PASSED{extra}\n" for i in range(12_000)
+    )
+    edge = "\nERROR: tests/test_edge.py::test_cut - panic: Fatal Exception\nTraceback (most recent call last):\n"
+    for pos in (WINDOW_HEAD - 20, len(block) - WINDOW_TAIL - 3, len(block) - WINDOW_TAIL + 1):
+        block = block[:pos] + edge + block[pos:]
+    text = "FAILED first line\n" + block + "=== 12 failed, 400 passed in 3.21s ===\n"
+    for variant in (text, text.replace("FAILED", "PASSED"), text[: WINDOW_HEAD + 1000]):
+        utf8 = Utf8Text.of(variant, variant.encode())
+        assert utf8 is not None
+        kind = detect_kind(variant)
+        assert detect_kind(variant, None, utf8) == kind
+        want, got = build_outline(variant, 200), build_outline(variant, 200, utf8=utf8)
+        assert (got.kind, got.lines, got.hints, got.facts) == (want.kind, want.lines, want.hints, want.facts)
+        assert want.kind == "test" or variant is not text
