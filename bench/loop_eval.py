@@ -43,24 +43,15 @@ from bosun.core.redact import Redactor, redact_value
 from bosun.core.shell_effects import analyse
 from bosun.core.task_state import Event, TaskState, apply_event
 from bosun.core.tokens import estimate_tokens
+from bosun.server.offload import short_args  # what observe journals: the same cut
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("BOSUN_SHARED", ROOT.parent / "shared"))
 DATASETS = {"miniswe": "data/trajectories/miniswe-dev.jsonl.gz", "tau": "data/trajectories/tau-airline.jsonl.gz"}
 LABELS = ROOT / "bench" / "labels" / "loop_labels.jsonl"
-ARG_TEXT_CHARS = 400
 _NUM = re.compile(r"\d+")
 
 
-def short_args(args: Any) -> Any:
-    """What observe journals: strings cut to 400 characters."""
-    if isinstance(args, str):
-        return args if len(args) <= ARG_TEXT_CHARS else args[:ARG_TEXT_CHARS] + "…"
-    if isinstance(args, dict):
-        return {k: short_args(v) for k, v in args.items()}
-    if isinstance(args, list):
-        return [short_args(v) for v in args[:50]]
-    return args
 
 
 def norm_output(text: str) -> str:
