@@ -52,8 +52,6 @@ LABELS = ROOT / "bench" / "labels" / "loop_labels.jsonl"
 _NUM = re.compile(r"\d+")
 
 
-
-
 def norm_output(text: str) -> str:
     """Output with numbers masked: timings, tmp dir counters and addresses do not make a re-run 'new'."""
     return _NUM.sub("0", text)
