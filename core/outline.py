@@ -114,11 +114,11 @@ _ERROR_NEEDLES = ("error", "exception", "traceback", "fail", "fatal", "panic")
 _TEST_NEEDLES = ("FAILED ", "ERROR ", "FAIL: ", "ERROR: ", "PASSED ")  # a test run, in the head
 _FAIL_NEEDLES = ("FAILED ", "ERROR ", "FAIL: ", "ERROR: ", "XPASS ")  # its failures
 _LINE_NEEDLES = frozenset(_TEST_NEEDLES + _FAIL_NEEDLES)
-_HEAD_NEEDLES = ("test session starts", "Traceback (most recent call last)")
 # every literal the outline of a large payload looks for, found in one vectorised pass per window
-_OUTLINE_SCAN = AnchorScan(
-    [n.lower().encode() for n in _ERROR_NEEDLES + _HEAD_NEEDLES] + [b"\n" + n.lower().encode() for n in _LINE_NEEDLES]
-)
+# (long phrases are checked at the hits of a short needle they contain: a scan literal costs a
+# numpy call per byte)
+_OUTLINE_SCAN = AnchorScan([n.encode() for n in _ERROR_NEEDLES] + [b"\n" + n.lower().encode() for n in _LINE_NEEDLES])
+_TRACEBACK = "Traceback (most recent call last)"
 
 
 class Utf8Text:
@@ -230,7 +230,7 @@ def _detect_kind(text: str, command: str | None, u: Utf8Text | None) -> str:
         return "grep"
     if sum(1 for ln in lines if _PATH_LINE.match(ln.strip())) >= 0.7 * n and n >= 3:
         return "paths"
-    if _in_head(text, u, "Traceback (most recent call last)") or sum(1 for ln in lines if _LOG_LEVEL.search(ln)) >= 0.3 * n:
+    if _in_head(text, u, _TRACEBACK) or sum(1 for ln in lines if _LOG_LEVEL.search(ln)) >= 0.3 * n:
         return "log"
     numbered = sum(1 for ln in lines if _NUMBERED.match(ln))
     codeish = sum(1 for ln in lines if _CODE_LINE.match(_NUMBERED.sub("", ln, count=1)))
@@ -245,10 +245,13 @@ def _detect_kind(text: str, command: str | None, u: Utf8Text | None) -> str:
 
 def _in_head(text: str, u: Utf8Text | None, needle: str) -> bool:
     """``needle in text[:WINDOW_HEAD]``."""
-    if u is not None and needle in _HEAD_NEEDLES:
-        end = u.head_end - len(needle.encode())
-        return any(p <= end for p in u.occurrences(0, needle, fold=False))
-    return needle in text[:WINDOW_HEAD]
+    if u is None:
+        return needle in text[:WINDOW_HEAD]
+    nb = needle.encode()
+    if needle == _TRACEBACK:  # at a hit of "traceback" (lower-cased), from the scan
+        end = u.head_end - len(nb)
+        return any(p <= end and u.data.startswith(nb, p) for p in u.occurrences(0, "traceback", fold=True))
+    return u.data.find(nb, 0, u.head_end) >= 0
 
 
 def _test_lines_in_head(text: str, u: Utf8Text | None) -> bool:
