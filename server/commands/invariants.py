@@ -76,41 +76,29 @@ def _add(args: argparse.Namespace) -> int:
     import tomli_w
 
     from bosun.core.errors import BosunError
-    from bosun.core.invariants import parse_rules
+    from bosun.core.invariants import Rule, parse_rules
     from bosun.server.precheck import invariants_path
 
     path = Path(args.file).expanduser() if args.file else invariants_path(_home(args))
-    when: dict[str, object] = {}
-    if args.tool:
-        when["tool"] = args.tool[0] if len(args.tool) == 1 else args.tool
-    if args.path_glob:
-        when["path_glob"] = args.path_glob[0] if len(args.path_glob) == 1 else args.path_glob
-    if args.access:
-        when["access"] = args.access
-    if args.arg:
-        arg_table: dict[str, str] = {}
-        for item in args.arg:
-            name, sep, pattern = item.partition("=")
-            if not sep or not name:
-                print(f"error: --arg {item!r}: expected NAME=PATTERN", file=sys.stderr)
-                return 2
-            arg_table[name] = pattern
-        when["args"] = arg_table
-    rule: dict[str, object] = {"id": args.id, "when": when}
-    require: dict[str, object] = {}
-    if args.require_state:
-        require["state"] = args.require_state
+    arg_patterns: list[tuple[str, str]] = []
+    for item in args.arg or ():
+        name, sep, pattern = item.partition("=")
+        if not sep or not name:
+            print(f"error: --arg {item!r}: expected NAME=PATTERN", file=sys.stderr)
+            return 2
+        arg_patterns.append((name, pattern))
+    value: object = None
     if args.require_value is not None:
         try:
-            require["value"] = json.loads(args.require_value)
+            value = json.loads(args.require_value)
         except json.JSONDecodeError:
-            require["value"] = args.require_value
-    if args.require_step:
-        require["step"] = args.require_step
-    if require:
-        rule["require"] = require
-    rule["verdict"] = args.verdict
-    rule["message"] = args.message
+            value = args.require_value
+    rule = Rule(
+        id=args.id, message=args.message, verdict=args.verdict, tools=tuple(args.tool or ()),
+        path_globs=tuple(args.path_glob or ()), access=args.access or "write", arg_patterns=tuple(arg_patterns),
+        require_state=args.require_state, require_value=value, has_value=args.require_value is not None,
+        require_step=args.require_step,
+    ).to_toml_dict()  # parse_rules below validates it exactly as the daemon will
     try:
         existing = path.read_text(encoding="utf-8") if path.exists() else ""
     except (OSError, UnicodeDecodeError) as exc:
