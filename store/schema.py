@@ -33,18 +33,6 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        "0003_kv",
-        """
-        CREATE TABLE kv (
-            namespace TEXT NOT NULL,
-            key       TEXT NOT NULL,
-            value     TEXT NOT NULL,
-            updated_at REAL NOT NULL,
-            PRIMARY KEY (namespace, key)
-        );
-        """,
-    ),
-    (
         "tasks_0001",
         """
         CREATE TABLE tasks (
