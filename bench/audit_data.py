@@ -13,25 +13,15 @@ Each example is (group, claim, chunks, label) in dokis's chunk shape. Label mapp
 
 from __future__ import annotations
 
-import gzip
-import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-
-def shared_dir() -> Path:
-    env = os.environ.get("BOSUN_SHARED")
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
+from bench_io import read_jsonl, shared_dir
 
 
 def _rows(name: str) -> Iterator[dict[str, Any]]:
-    with gzip.open(shared_dir() / "data" / "claims" / name, "rt", encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
+    return read_jsonl(shared_dir() / "data" / "claims" / name)
 
 
 @dataclass

@@ -8,14 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+from bench_io import shared_dir
+
 from bosun.core.policy_corpus import Policy
 
 REPO = Path(__file__).resolve().parents[1]
-
-
-def shared_dir() -> Path:
-    env = os.environ.get("BOSUN_SHARED", "").strip()
-    return Path(env) if env else REPO.parent / "shared"
 
 
 def load_model() -> Any:

@@ -8,35 +8,22 @@ the stored vectors instead of re-embedding.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bench_io import read_jsonl, shared_dir
 
 from bosun.core.embedding import Vectors
-
-
-def shared_dir() -> Path:
-    env = os.environ.get("BOSUN_SHARED", "").strip()
-    return Path(env) if env else Path(__file__).resolve().parents[1].parent / "shared"
 
 
 def bench_home() -> Path:
     env = os.environ.get("BOSUN_BENCH_HOME", "").strip()
     return Path(env).expanduser() if env else Path("~/.cache/bosun-bench").expanduser()
-
-
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
 
 
 @dataclass
@@ -53,7 +40,7 @@ class Case:
 
 def hotpot_cases() -> list[Case]:
     out = []
-    for row in _jsonl(shared_dir() / "data" / "selection" / "hotpot-dev.jsonl.gz"):
+    for row in read_jsonl(shared_dir() / "data" / "selection" / "hotpot-dev.jsonl.gz"):
         texts = [f"{p['title']}\n{p['text']}" for p in row["passages"]]
         support = [i for i, p in enumerate(row["passages"]) if p["supporting"]]
         out.append(Case(row["qid"], row["question"], texts, ids=[str(p["pid"]) for p in row["passages"]],
@@ -64,7 +51,7 @@ def hotpot_cases() -> list[Case]:
 def wice_cases() -> list[Case]:
     """Claims that some set of sentences supports (sets with at least one sentence)."""
     out = []
-    for row in _jsonl(shared_dir() / "data" / "claims" / "wice-dev.jsonl.gz"):
+    for row in read_jsonl(shared_dir() / "data" / "claims" / "wice-dev.jsonl.gz"):
         sets = [sorted(set(s)) for s in row["supporting_sets"] if s]
         if not sets:
             continue

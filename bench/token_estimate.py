@@ -16,17 +16,16 @@ Run: /work/venv/bin/python bench/token_estimate.py  (writes bench/results/token_
 
 from __future__ import annotations
 
-import gzip
 import hashlib
-import json
 import os
 import random
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+
+from bench_io import read_jsonl
 
 from bosun.core.tokens import estimate_tokens
 
@@ -41,30 +40,22 @@ PER_CATEGORY = 300
 MAX_CHARS = 12_000
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    opener = gzip.open if path.suffix == ".gz" else open
-    with opener(path, "rt", encoding="utf-8") as fh:  # type: ignore[operator]
-        for line in fh:
-            if line.strip():
-                yield json.loads(line)
-
-
 def samples(with_manifests: bool = True) -> dict[str, list[str]]:
     rng = random.Random(20261129)
     out: dict[str, list[str]] = {"swe_tool_output": [], "swe_command": [], "airline_tool_output": [],
                                  "tool_description": [], "web_evidence": [], "manifest": []}
-    for run in _jsonl(DATA / "trajectories/miniswe-dev.jsonl.gz"):
+    for run in read_jsonl(DATA / "trajectories/miniswe-dev.jsonl.gz"):
         for call in run["calls"]:
             if call["output"]:
                 out["swe_tool_output"].append(str(call["output"])[:MAX_CHARS])
             if call["args"]:
                 out["swe_command"].append(str(call["args"])[:MAX_CHARS])
-    for run in _jsonl(DATA / "trajectories/tau-airline.jsonl.gz"):
+    for run in read_jsonl(DATA / "trajectories/tau-airline.jsonl.gz"):
         for call in run["calls"]:
             if call["output"]:
                 out["airline_tool_output"].append(str(call["output"])[:MAX_CHARS])
-    out["tool_description"] = [str(d["text"]) for d in _jsonl(DATA / "routing/metatool-docs.jsonl")]
-    for row in _jsonl(DATA / "claims/expertqa-dev.jsonl.gz"):
+    out["tool_description"] = [str(d["text"]) for d in read_jsonl(DATA / "routing/metatool-docs.jsonl")]
+    for row in read_jsonl(DATA / "claims/expertqa-dev.jsonl.gz"):
         for ev in row.get("evidence") or []:
             if ev.get("text"):
                 out["web_evidence"].append(str(ev["text"])[:MAX_CHARS])
@@ -80,7 +71,7 @@ def manifests(rng: random.Random) -> list[str]:
     from bosun.core.manifest import build_manifest
     from bosun.core.task_state import Event, rebuild
 
-    docs = [str(d["text"]) for d in _jsonl(DATA / "routing/metatool-docs.jsonl")]
+    docs = [str(d["text"]) for d in read_jsonl(DATA / "routing/metatool-docs.jsonl")]
     out = []
     for i in range(100):
         events = [Event("t", 1, "task_started", {"objective": rng.choice(docs), "plan": rng.sample(docs, 5),
