@@ -32,8 +32,8 @@ from bosun.core.outline import Outline
 from bosun.core.tokens import estimate_tokens
 
 SAMPLE_ABOVE = 96_000  # characters: larger payloads get a sampled token estimate
-SAMPLE_SLICES = 16
-SAMPLE_SLICE = 1_500
+SAMPLE_SLICES = 48  # many short slices, each started at a line start: bench/token_sampling.py
+SAMPLE_SLICE = 100
 
 
 @dataclass(frozen=True)
@@ -89,17 +89,32 @@ def count_lines(data: bytes) -> int:
 
 
 def fast_tokens(text: str) -> int:
-    """``estimate_tokens``, sampled on large payloads (16 evenly spaced 1,500-character slices).
+    """``estimate_tokens``, sampled on large payloads: 48 evenly spaced ~100-character slices.
 
-    The per-character cost of the estimator would otherwise dominate observing a megabyte;
-    the sampled figure is within a few percent on homogeneous output (bench/offload_speed.py).
+    The per-character cost of the estimator (~60 ns) would otherwise dominate observing a
+    megabyte. Each slice starts at a line start when one is near and ends at a line end when
+    it can (a cut word or number costs more tokens than it has), and the sampled cost per
+    character is scaled to the whole. On 240 payloads of 100 KB-1 MB cut from real agent
+    output (``bench/token_sampling.py``) the sampled figure is within ~2 % of the full estimate
+    at the median, ~5 % at p90 and 10 % at worst, at a sixth of the cost of 16 x 1,500 characters.
     """
     n = len(text)
     if n <= SAMPLE_ABOVE:
         return estimate_tokens(text)
     step = (n - SAMPLE_SLICE) // (SAMPLE_SLICES - 1)
-    sampled = sum(estimate_tokens(text[i * step : i * step + SAMPLE_SLICE]) for i in range(SAMPLE_SLICES))
-    return max(1, round(sampled * n / (SAMPLE_SLICES * SAMPLE_SLICE)))
+    cost = chars = 0
+    for i in range(SAMPLE_SLICES):
+        start = i * step
+        nl = text.find("\n", start, start + SAMPLE_SLICE)
+        if nl >= 0:
+            start = nl + 1
+        piece = text[start : start + SAMPLE_SLICE]
+        end = piece.rfind("\n")
+        if end > SAMPLE_SLICE // 2:
+            piece = piece[: end + 1]
+        cost += estimate_tokens(piece)
+        chars += len(piece)
+    return max(1, round(cost * n / max(chars, 1)))
 
 
 _SLICE = re.compile(

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from bosun.core.redact import AnchorScan
 from bosun.core.tokens import estimate_tokens
 
@@ -147,22 +149,20 @@ class Utf8Text:
             self.head_end = len(data) if n <= WINDOW_HEAD else self._offset(text, WINDOW_HEAD)
         else:
             self.head_end = self._offset(text, WINDOW_HEAD)
-            tail = WINDOW_TAIL if self.ascii else len(text[n - WINDOW_TAIL :].encode("utf-8"))
+            tail = WINDOW_TAIL if self.ascii else len(data) - utf8_offset(data, n - WINDOW_TAIL)
             self.regions = [(0, self.head_end), (len(data) - tail, len(data))]
 
     def _offset(self, text: str, chars: int) -> int:
         """Byte offset of character ``chars``."""
-        return chars if self.ascii else len(text[:chars].encode("utf-8"))
+        return chars if self.ascii else utf8_offset(self.data, chars)
 
     def occurrences(self, region: int, needle: str, fold: bool) -> list[int]:
         """Every start of ``needle`` (overlaps included) within region ``region``, or from the byte
         before it for a needle that starts with a newline; ``fold``: in the lower-cased bytes."""
         if self._found is None:
             self._found = []
-            for lo, hi in self.regions:
-                start = max(lo - 1, 0)  # a line-start match may begin at the newline just before
-                hits = _OUTLINE_SCAN.positions(self.data[start:hi])
-                self._found.append({k: [p + start for p in v] for k, v in hits.items()})
+            for lo, hi in self.regions:  # a line-start match may begin at the newline just before
+                self._found.append(_OUTLINE_SCAN.positions(self.data, max(lo - 1, 0), hi))
         found = self._found[region].get(needle.lower().encode(), [])
         if fold:
             return found
@@ -175,6 +175,24 @@ class Utf8Text:
         lo = self.data.rfind(b"\n", 0, pos) + 1
         hi = self.data.find(b"\n", pos, end)
         return self.data[lo : hi if hi >= 0 else end].decode("utf-8")
+
+
+def utf8_offset(data: bytes, chars: int) -> int:
+    """Byte offset in UTF-8 ``data`` where character ``chars`` starts (``len(text[:chars].encode())``).
+
+    Counted with numpy on the bytes: a character starts at every byte that is not a
+    continuation byte (``10xxxxxx``). Each step adds the characters still missing as bytes,
+    so a mostly-ASCII text takes one or two steps over about ``chars`` bytes.
+    """
+    arr = np.frombuffer(data, dtype=np.uint8)
+    pos = got = 0
+    while got < chars and pos < len(arr):
+        step = min(chars - got, len(arr) - pos)
+        got += step - int(np.count_nonzero((arr[pos : pos + step] & 0xC0) == 0x80))
+        pos += step
+    while pos < len(arr) and arr[pos] & 0xC0 == 0x80:  # the rest of the last character
+        pos += 1
+    return pos
 
 
 # -- detection -------------------------------------------------------------------------------------

@@ -214,12 +214,18 @@ DEFAULT_RULES: tuple[Rule, ...] = (
 )
 
 # the rest of the name (PASSW|ORD, SECRET|_KEY: at most 12 name bytes, possessive as a byte loop
-# would be), an optional quote, spaces or tabs, then = or :
-_ASSIGN_TAIL = re.compile(rb"[_.\-0-9a-z]{0,12}+[\"']?[ \t]*+[:=]", re.IGNORECASE)
+# would be), an optional quote, white space, = or : (or :=), white space, an optional quote and the
+# first 16 characters of a value: everything the rule's regex needs after the anchor. White space
+# is what ``\s`` matches in a line of text: ASCII spaces and, as UTF-8 lead/continuation bytes, the
+# non-ASCII ones (none of these bytes can be in a name, a quote or a value).
+_WS = rb"[ \t\r\f\v\x1c-\x1f\x80-\xff]*+"
+_ASSIGN_TAIL = re.compile(
+    rb"[_.\-0-9a-z]{0,12}+[\"']?" + _WS + rb"[:=]=?" + _WS + rb"[\"']?[A-Za-z0-9+/=_\-.~!@#%^*]{16}", re.IGNORECASE
+)
 
 
 def _assignment_follows(data: bytes, end: int) -> bool:
-    """After a name ending in key/token/..., an assignment follows: optional quote, spaces, then = or :.
+    """After a name ending in key/token/..., an assignment of a 16+ character value follows.
 
     A byte-level check that skips the thousands of ``key`` occurrences in code that are not
     assignments (``cache_key(``, ``keys()``) before any regex runs. Case-insensitive, so it
@@ -263,6 +269,7 @@ _COMMON_PAIRS = (  # the 300 most frequent byte pairs of lower-cased agent outpu
     b'.s/c))ht- r_cugios_ 10msrc -),f,_erdew g'
 )
 _PAIR_RANK = {_COMMON_PAIRS[i : i + 2]: i // 2 for i in range(0, len(_COMMON_PAIRS), 2)}
+_FEW = 12  # candidates of one literal up to which a Python comparison beats a numpy pass
 SCAN_ABOVE = 4096  # smaller payloads use plain byte searches (the vectorised pass has a fixed cost)
 
 
@@ -301,29 +308,33 @@ class AnchorScan:
             code = (lit[k] | 0x20) | ((lit[k + 1] | 0x20) << 8)
             self.table[code] = True
             self.plan.append((lit, k, code))
+        # the plan's pair codes in ascending order, then one past the largest (slice bounds)
+        self.codes_sorted = np.array([*sorted({c for _, _, c in self.plan}), 65536], dtype=np.int64)
 
-    def positions(self, data: bytes) -> dict[bytes, list[int]]:
-        """Literal -> sorted start offsets in ``data.lower()``; literals that do not occur are absent."""
+    def positions(self, data: bytes, lo: int = 0, hi: int | None = None) -> dict[bytes, list[int]]:
+        """Literal -> sorted start offsets in ``data.lower()`` of the occurrences that lie within
+        ``data[lo:hi]`` (offsets into ``data``); literals that do not occur are absent."""
         out: dict[bytes, list[int]] = {}
-        n = len(data)
+        hi = len(data) if hi is None else min(hi, len(data))
+        n = hi - lo
         if n < SCAN_ABOVE:
-            lowered = data.lower()
+            lowered = data[lo:hi].lower()
             for lit in self.literals:
                 i = lowered.find(lit)
                 if i < 0:
                     continue
                 hits = out[lit] = []
                 while i >= 0:
-                    hits.append(i)
+                    hits.append(i + lo)
                     i = lowered.find(lit, i + 1)
             return out
-        raw = np.frombuffer(data, dtype=np.uint8)
+        raw = np.frombuffer(data, dtype=np.uint8, count=n, offset=lo)
         folded = raw | 0x20
         for lit in self.singles:
             src = folded if 97 <= lit[0] <= 122 else raw
             single = np.flatnonzero(src == lit[0])
             if len(single):
-                out[lit] = single.tolist()
+                out[lit] = (single + lo).tolist()
         if not self.plan or n < 2:
             return out
         even = folded[: n - n % 2].view("<u2")  # pairs starting at 0, 2, 4, ...
@@ -332,20 +343,26 @@ class AnchorScan:
         i1 = np.flatnonzero(np.take(self.table, odd))
         starts = np.concatenate((i0 * 2, i1 * 2 + 1))
         codes = np.concatenate((even[i0], odd[i1]))
-        order = np.argsort(starts, kind="stable")  # text order, so each literal's hits come out sorted
+        order = np.argsort(starts, kind="stable")  # text order ...
         starts, codes = starts[order], codes[order]
-        by_code: dict[int, np.ndarray] = {}
+        order = np.argsort(codes, kind="stable")  # ... within each pair code: one slice per code
+        starts, codes = starts[order], codes[order]
+        bounds = np.searchsorted(codes, self.codes_sorted)
+        group = {c: (int(bounds[i]), int(bounds[i + 1])) for i, c in enumerate(self.codes_sorted[:-1].tolist())}
         for lit, k, code in self.plan:
-            sel = by_code.get(code)
-            if sel is None:
-                sel = by_code[code] = starts[codes == code]
-            if not len(sel):
+            a, b = group[code]
+            if a == b:
                 continue
             m = len(lit)
-            sel = sel - k
+            sel = starts[a:b] - k
             if k or sel[-1] > n - m:
                 sel = sel[(sel >= 0) & (sel <= n - m)]
-            for j, ch in enumerate(lit):
+            if len(sel) <= _FEW:  # a few candidates: compared in Python, cheaper than numpy calls
+                hits = [p + lo for p in sel.tolist() if data[lo + p : lo + p + m].lower() == lit]
+                if hits:
+                    out[lit] = hits
+                continue
+            for j, ch in enumerate(lit):  # one byte at a time: the candidates thin out fast
                 if not len(sel):
                     break
                 letter = 97 <= ch <= 122
@@ -354,7 +371,7 @@ class AnchorScan:
                 src = folded if letter else raw  # a letter matches either case; others exactly
                 sel = sel[src[sel + j] == ch]
             if len(sel):
-                out[lit] = sel.tolist()
+                out[lit] = (sel + lo).tolist() if lo else sel.tolist()
         return out
 
 

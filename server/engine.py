@@ -23,7 +23,7 @@ from bosun.core.errors import BosunError
 from bosun.server.config import Config
 from bosun.store.db import open_db
 from bosun.store.embeddings import SQLiteEmbeddingStore
-from bosun.store.refs import RefStore, SQLiteRefStore
+from bosun.store.refs import BlobWriter, RefStore, SQLiteRefStore
 from bosun.store.schema import SCHEMA_VERSION
 
 log = logging.getLogger("bosun.engine")
@@ -71,7 +71,8 @@ class Engine:
         """Open the store and start loading the model in the background."""
         self.config.home.mkdir(parents=True, exist_ok=True)
         self.db = await open_db(self.config.db_path)
-        self._refs = SQLiteRefStore(self.db)
+        path = str(self.config.db_path)
+        self._refs = SQLiteRefStore(self.db, None if path == ":memory:" else BlobWriter(path))
         self._embedding_store = SQLiteEmbeddingStore(self.db)
         self._load_task = asyncio.get_running_loop().create_task(self._load_model())
 
@@ -86,6 +87,8 @@ class Engine:
             closer = getattr(hook, "aclose", None)
             if closer is not None:
                 await closer()
+        if isinstance(self._refs, SQLiteRefStore):
+            await anyio.to_thread.run_sync(self._refs.close)  # waits for submitted writes
         if self.db is not None:
             await self.db.close()
             self.db = None

@@ -24,13 +24,13 @@ from bosun.core.errors import InvalidInput, NotFound
 from bosun.core.ledger import parse_prices
 from bosun.core.loopguard import args_hash, canonical_args, error_signature, shell_command
 from bosun.core.offload import (
+    PruneMode,
     build_stub,
     count_lines,
     decide,
     fast_tokens,
     get_mode,
     short_ref,
-    stub_tokens,
     worth_it,
 )
 from bosun.core.outline import Utf8Text, build_outline, detect_kind
@@ -38,7 +38,7 @@ from bosun.core.redact import Redactor, redact_value
 from bosun.core.tokens import estimate_tokens
 from bosun.server.tasks import TaskService, check_text, tasks_of
 from bosun.store.refindex import SQLiteRefIndex
-from bosun.store.refs import make_ref
+from bosun.store.refs import PendingPut, make_ref
 
 if TYPE_CHECKING:
     from bosun.server.engine import Engine
@@ -192,10 +192,37 @@ class OffloadService:
                                "split the output, or observe a file with kind='file'")
         state = await self.tasks.get(task_id)
         pm = get_mode(mode or str(state.flags.get("prune_mode") or state.budget.get("prune_mode") or self.default_mode))
+        tool = self.redactor.scrub(clean_text(tool))
         red_args = redact_value(clean_value(args), self.redactor)
         a_hash = args_hash(red_args)
         canonical_args(red_args)  # size check of the args (InvalidInput on overflow)
         data, redactions = self.redactor.redact_bytes(raw)
+        # the bytes are hashed and stored on the blob writer's thread while this one builds the
+        # answer; awaited below, before the journal event that points at them
+        stored = self.engine.refs.put_soon(data, MEDIA_TEXT)
+        try:
+            return await self._observed(task_id, failed, tool, red_args, a_hash, result, data, redactions,
+                                        stored, pm, offload, agent)
+        finally:
+            if not stored.done():  # an error before the await: let the write finish, never orphan it
+                await stored.settle()
+
+    async def _observed(
+        self,
+        task_id: str,
+        failed: bool,
+        tool: str,
+        red_args: Any,
+        a_hash: str,
+        result: str,
+        data: bytes,
+        redactions: dict[str, int],
+        stored: PendingPut,
+        pm: PruneMode,
+        offload: bool | None,
+        agent: str | None,
+    ) -> dict[str, Any]:
+        """The rest of ``observe_output``: outline and stub while ``stored`` completes, then the journal."""
         text = data.decode("utf-8", "replace") if redactions else result
         tokens = fast_tokens(text)
         command = shell_command(tool, red_args) if red_args is not None else None
@@ -213,19 +240,26 @@ class OffloadService:
                 budget = max(budget, min(120, tokens // 4))
             ol = build_outline(text, budget=budget, command=command, kind=kind, utf8=utf8)
             outline_kind, facts = ol.kind, ol.facts
-        ref = await self.engine.refs.put(data, MEDIA_TEXT)  # committed before the event that points at it
+        ref = await stored.ref()  # committed before the event that points at it
         digest = ref.rsplit(":", 1)[1]
         cost = 0
+        answer: dict[str, Any] | None = None
         if choice.offload and ol is not None:
             stub = build_stub(short_ref(digest), len(data), tokens, total_lines, ol)
-            cost = stub_tokens(stub)
+            answer = {"offloaded": True, **stub}
+            if redactions:
+                answer["redacted"] = sum(redactions.values())
+            cost = answer_tokens(answer)  # the stub as the agent carries it: the whole answer
             if offload is not True and not worth_it(tokens, cost):
-                stub, choice.reason = None, f"a stub ({cost} tokens) would not save enough"
+                stub, answer, choice.reason = None, None, f"a stub ({cost} tokens) would not save enough"
         offloaded = stub is not None
-        answer: dict[str, Any] = {"offloaded": True, **stub} if stub else {"offloaded": False, "tokens": tokens}
-        if redactions:
-            answer["redacted"] = sum(redactions.values())
-        resp_tokens = answer_tokens(answer)
+        if answer is None:
+            answer = {"offloaded": False, "tokens": tokens}
+            if redactions:
+                answer["redacted"] = sum(redactions.values())
+            resp_tokens = answer_tokens(answer)
+        else:
+            resp_tokens = cost
         payload: dict[str, Any] = {
             "tool": tool, "args_hash": a_hash, "args": short_args(red_args), "sha256": digest, "bytes": len(data),
             "tokens": tokens, "ref": ref if offloaded else None, "stored_ref": ref, "offloaded": offloaded,
@@ -243,7 +277,8 @@ class OffloadService:
         outcome = _test_outcome(facts, outline_kind or "")
         if outcome is not None:
             events.append(("state_flag", {"name": "tests_passed", "value": outcome, "source": "observe"}))
-        state = await self.tasks.append_many(task_id, events, agent=agent)
+        # every value above is bosun's own, or came out of the redactor (tool, args, text)
+        state = await self.tasks.append_many(task_id, events, agent=agent, scrubbed=True)
         hint = await self._compaction_hint(state, pm)
         if hint is not None:
             answer["compact"] = hint

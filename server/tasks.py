@@ -204,8 +204,13 @@ class TaskService:
         items: Iterable[tuple[str, Mapping[str, Any]]],
         agent: str | None = None,
         expected_version: int | None = None,
+        scrubbed: bool = False,
     ) -> TaskState:
-        """Append several events in one statement (all or nothing)."""
+        """Append several events in one statement (all or nothing).
+
+        ``scrubbed``: the caller built every payload from values it already redacted (observe
+        does, for its per-result event): the journal then skips its own pass over them.
+        """
         task_id = check_task_id(task_id)
         batch = []
         for kind, payload in items:
@@ -215,7 +220,7 @@ class TaskService:
                 raise InvalidInput("objective", "is immutable once the task started", "start a new task instead")
             if not isinstance(payload, Mapping):
                 raise InvalidInput("payload", f"must be an object, got {type(payload).__name__}")
-            batch.append(NewEvent(kind, self._scrub(payload), agent))
+            batch.append(NewEvent(kind, dict(payload) if scrubbed else self._scrub(payload), agent))
         if expected_version is not None and (not isinstance(expected_version, int) or expected_version < 1):
             raise InvalidInput("based_on_version", f"must be a version >= 1, got {expected_version!r}",
                                "the v= value of your manifest")

@@ -2,12 +2,23 @@
 
 ``RefStore`` is the seam for a second backend (PostgreSQL, object storage):
 the Engine and the tools only see the protocol.
+
+Writes of a file-backed store go through a ``BlobWriter``: one thread with its own
+SQLite connection that hashes and inserts. Hashing and inserting a megabyte hold the
+GIL for almost none of their ~1.5 ms, so the event loop serves other calls meanwhile,
+and ``put_soon`` lets a caller (observe) start the write and build its answer while
+the bytes are being stored. Reads stay on the shared connection (WAL: a committed
+blob is visible to it at once).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import hashlib
 import re
+import sqlite3
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -59,6 +70,13 @@ class RefStore(Protocol):
 
     async def put(self, data: bytes, media_type: str = "text/plain") -> str: ...
 
+    def put_soon(self, data: bytes, media_type: str = "text/plain") -> PendingPut:
+        """Start storing ``data`` now; ``await pending.ref()`` gives its ref once it is committed.
+
+        Await it before anything durable points at the ref.
+        """
+        ...
+
     async def put_many(self, items: Iterable[tuple[bytes, str]]) -> list[str]: ...
 
     async def get(self, ref: str) -> bytes: ...
@@ -70,33 +88,144 @@ class RefStore(Protocol):
     async def verify(self, ref: str) -> bool: ...
 
 
-class SQLiteRefStore:
-    """Blobs in the ``refs`` table of the bosun database."""
+_INSERT = "INSERT OR IGNORE INTO refs (sha256, media_type, size, data, created_at) VALUES (?, ?, ?, ?, ?)"
+Blob = tuple[bytes, str]  # bytes, media type
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+
+def _blobs(items: Iterable[tuple[bytes | bytearray | memoryview, str]]) -> list[Blob]:
+    """Validated, immutable copies of what a caller wants stored (checked before any work starts)."""
+    out: list[Blob] = []
+    for data, media_type in items:
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise InvalidInput("data", f"must be bytes, got {type(data).__name__}")
+        out.append((data if isinstance(data, bytes) else bytes(data), media_type))
+    return out
+
+
+def _rows(blobs: list[Blob]) -> tuple[list[tuple[str, str, int, bytes, float]], list[str]]:
+    now = time.time()
+    rows = [(hashlib.sha256(b).hexdigest(), media, len(b), b, now) for b, media in blobs]
+    return rows, [make_ref(r[0]) for r in rows]
+
+
+class PendingPut:
+    """A blob write in flight (``RefStore.put_soon``)."""
+
+    def __init__(self, future: concurrent.futures.Future[list[str]] | asyncio.Future[list[str]]) -> None:
+        self._future = future
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    async def ref(self) -> str:
+        """The ref, once the bytes are committed (raises what the write raised)."""
+        f = self._future
+        if isinstance(f, concurrent.futures.Future):
+            if f.done():  # committed already: no round trip through the event loop
+                return f.result()[0]
+            return (await asyncio.wrap_future(f))[0]
+        return (await f)[0]
+
+    async def settle(self) -> None:
+        """Wait for the write to end, whatever its outcome (a caller that failed before awaiting it)."""
+        try:
+            await self.ref()
+        except Exception:  # the caller's own error is the one to report
+            pass
+
+
+class BlobWriter:
+    """One thread with its own connection to the database file: hashes and stores blobs.
+
+    Every batch is one transaction, committed before its future resolves (the same
+    durability as the shared connection: WAL, ``synchronous=NORMAL``). Writes from this
+    connection and the shared one are serialised by SQLite's lock (busy timeout 5 s).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="bosun-blobs")
+        self._conn: sqlite3.Connection | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def submit(self, blobs: list[Blob]) -> concurrent.futures.Future[list[str]]:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the blob writer is closed")
+            return self._pool.submit(self._write, blobs)
+
+    def _write(self, blobs: list[Blob]) -> list[str]:
+        rows, refs = _rows(blobs)  # hashing releases the GIL: the event loop runs meanwhile
+        if self._conn is None:
+            self._conn = sqlite3.connect(self.path, timeout=5.0, isolation_level=None, check_same_thread=False)
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+        conn = self._conn
+        if len(rows) == 1:  # one statement is its own transaction (autocommit): fewer trips through the GIL
+            conn.execute(_INSERT, rows[0])
+            return refs
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.executemany(_INSERT, rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        return refs
+
+    def _close_conn(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def close(self) -> None:
+        """Finish the writes already submitted, then close the connection and the thread."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        self._pool.submit(self._close_conn).result()
+        self._pool.shutdown(wait=True)
+
+
+class SQLiteRefStore:
+    """Blobs in the ``refs`` table of the bosun database.
+
+    With ``writer`` (a file database), writes go through the ``BlobWriter`` thread;
+    without it (``:memory:``, tests), through the shared connection.
+    """
+
+    def __init__(self, conn: aiosqlite.Connection, writer: BlobWriter | None = None) -> None:
         self.conn = conn
+        self.writer = writer
 
     async def put(self, data: bytes, media_type: str = "text/plain") -> str:
         return (await self.put_many([(data, media_type)]))[0]
 
+    def put_soon(self, data: bytes, media_type: str = "text/plain") -> PendingPut:
+        blobs = _blobs([(data, media_type)])
+        if self.writer is None:
+            return PendingPut(asyncio.ensure_future(self._put_shared_many(blobs)))
+        return PendingPut(self.writer.submit(blobs))
+
     async def put_many(self, items: Iterable[tuple[bytes, str]]) -> list[str]:
         """Store blobs in one transaction; idempotent (same bytes, same ref)."""
-        rows = []
-        refs = []
-        now = time.time()
-        for data, media_type in items:
-            if not isinstance(data, bytes | bytearray | memoryview):
-                raise InvalidInput("data", f"must be bytes, got {type(data).__name__}")
-            blob = bytes(data)
-            digest = hashlib.sha256(blob).hexdigest()
-            rows.append((digest, media_type, len(blob), blob, now))
-            refs.append(make_ref(digest))
-        if rows:
-            await self.conn.executemany(
-                "INSERT OR IGNORE INTO refs (sha256, media_type, size, data, created_at) VALUES (?, ?, ?, ?, ?)",
-                rows,
-            )
-            await self.conn.commit()
+        blobs = _blobs(items)
+        if not blobs:
+            return []
+        if self.writer is not None:
+            return await asyncio.wrap_future(self.writer.submit(blobs))
+        return await self._put_shared_many(blobs)
+
+    def close(self) -> None:
+        """Finish and stop the blob writer (the shared connection is the Engine's to close)."""
+        if self.writer is not None:
+            self.writer.close()
+
+    async def _put_shared_many(self, blobs: list[Blob]) -> list[str]:
+        rows, refs = _rows(blobs)
+        await self.conn.executemany(_INSERT, rows)
+        await self.conn.commit()
         return refs
 
     async def get(self, ref: str) -> bytes:
@@ -137,3 +266,4 @@ class SQLiteRefStore:
         except (NotFound, IntegrityError):
             return False
         return True
+
