@@ -102,7 +102,7 @@ def fast_tokens(text: str) -> int:
     if n <= SAMPLE_ABOVE:
         return estimate_tokens(text)
     step = (n - SAMPLE_SLICE) // (SAMPLE_SLICES - 1)
-    cost = chars = 0
+    pieces: list[str] = []
     for i in range(SAMPLE_SLICES):
         start = i * step
         nl = text.find("\n", start, start + SAMPLE_SLICE)
@@ -112,9 +112,9 @@ def fast_tokens(text: str) -> int:
         end = piece.rfind("\n")
         if end > SAMPLE_SLICE // 2:
             piece = piece[: end + 1]
-        cost += estimate_tokens(piece)
-        chars += len(piece)
-    return max(1, round(cost * n / max(chars, 1)))
+        pieces.append(piece)
+    sample = "".join(pieces)  # estimated in one call: mostly whole lines, joined at line ends
+    return max(1, round(estimate_tokens(sample) * n / max(len(sample), 1)))
 
 
 _SLICE = re.compile(

@@ -213,14 +213,18 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     ),
 )
 
-# the rest of the name (PASSW|ORD, SECRET|_KEY: at most 12 name bytes, possessive as a byte loop
-# would be), an optional quote, white space, = or : (or :=), white space, an optional quote and the
-# first 16 characters of a value: everything the rule's regex needs after the anchor. White space
-# is what ``\s`` matches in a line of text: ASCII spaces and, as UTF-8 lead/continuation bytes, the
-# non-ASCII ones (none of these bytes can be in a name, a quote or a value).
+# Everything the rule's regex needs after the anchor: the rest of the name (PASSW|ORD, SECRET|_KEY:
+# at most 12 name bytes, possessive as a byte loop would be), an optional quote, white space, :=, =
+# or :, white space, an optional quote, then a value of 16-512 characters that ends where the
+# regex's lookahead wants it to: at a quote, white space, , ; ) } ] or the end of the line. (The
+# value characters and the ends are disjoint, so the regex can only match the whole run of value
+# characters: possessive here.) White space is what ``\s`` matches in a line of text: ASCII
+# spaces and, as UTF-8 bytes, the non-ASCII ones (none of these bytes is a name or value byte).
 _WS = rb"[ \t\r\f\v\x1c-\x1f\x80-\xff]*+"
 _ASSIGN_TAIL = re.compile(
-    rb"[_.\-0-9a-z]{0,12}+[\"']?" + _WS + rb"[:=]=?" + _WS + rb"[\"']?[A-Za-z0-9+/=_\-.~!@#%^*]{16}", re.IGNORECASE
+    rb"[_.\-0-9a-z]{0,12}+[\"']?" + _WS + rb"(?::=|=|:)" + _WS
+    + rb"[\"']?[A-Za-z0-9+/=_\-.~!@#%^*]{16,512}+(?=[\"'\s,;)}\]\x1c-\x1f\x80-\xff]|\Z)",
+    re.IGNORECASE,
 )
 
 

@@ -224,6 +224,9 @@ class OffloadService:
     ) -> dict[str, Any]:
         """The rest of ``observe_output``: outline and stub while ``stored`` completes, then the journal."""
         text = data.decode("utf-8", "replace") if redactions else result
+        # numpy first: it lets go of the GIL, so the writer thread gets going at once
+        total_lines = count_lines(data)  # the bytes hold the same newlines as ``text``
+        utf8 = Utf8Text.of(text, data if not redactions else None)  # unredacted: data is text's UTF-8
         tokens = fast_tokens(text)
         command = shell_command(tool, red_args) if red_args is not None else None
         choice = decide(tokens, pm, command, offload)
@@ -231,8 +234,6 @@ class OffloadService:
         ol = None
         outline_kind = None
         facts: dict[str, Any] = {}
-        total_lines = count_lines(data)  # the bytes hold the same newlines as ``text``
-        utf8 = Utf8Text.of(text, data if not redactions else None)  # unredacted: data is text's UTF-8
         kind = detect_kind(text, command, utf8)
         if choice.offload or failed or kind == "test":  # a test run's outcome sets tests_passed even when small
             budget = pm.outline_budget(tokens)
