@@ -252,6 +252,12 @@ _CODE_LINE = re.compile(
 _NUMBERED = re.compile(r"^\s*\d+[\t:│|] ?")
 
 
+@functools.lru_cache(maxsize=8)  # detection and the test outline read the same tail
+def _test_summaries(tail: str) -> tuple[list[str], list[str]]:
+    """The pytest summary lines and unittest ``Ran N tests`` counts in the tail of a text."""
+    return _PYTEST_SUMMARY.findall(tail), _UNITTEST_RAN.findall(tail)
+
+
 def detect_kind(text: str, command: str | None = None, utf8: Utf8Text | None = None) -> str:
     """Name what ``text`` is: binary, json, jsonl, test, diff, grep, paths, log, code, table or text.
 
@@ -276,7 +282,8 @@ def _detect_kind(text: str, command: str | None, u: Utf8Text | None) -> str:
                 return "jsonl"
             except ValueError:
                 pass
-    if _PYTEST_SUMMARY.search(text[-8000:]) or _UNITTEST_RAN.search(text[-8000:]) or _test_lines_in_head(text, u):
+    summary, ran = _test_summaries(text[-8000:])
+    if summary or ran or _test_lines_in_head(text, u):
         return "test"
     if len(_DIFF.findall(sample)) >= 2:
         return "diff"
@@ -378,11 +385,10 @@ def _test(text: str, u: Utf8Text | None = None) -> Outline:
     out: list[str] = []
     facts: dict[str, Any] = {}
     tail = text[-8000:]
-    summary = _PYTEST_SUMMARY.findall(tail)
+    summary, ran = _test_summaries(tail)
     if summary:
         out.append(_clip(summary[-1].strip("= ")))
         facts["summary"] = summary[-1].strip("= ")
-    ran = _UNITTEST_RAN.findall(tail)
     if ran:
         res = _UNITTEST_RESULT.findall(tail)
         line = f"Ran {ran[-1]} tests" + (f": {res[-1]}" if res else "")
