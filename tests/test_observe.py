@@ -320,3 +320,30 @@ async def test_observe_suggests_compaction_every_8_results(client: Client, engin
     assert hint["items"] == 4 and hint["frees"] >= 500  # the newest 4 stay
     plan = _sc(await client.call_tool("checkpoint", {"task_id": tid, "mode": "compact"}))
     assert plan["items"] == hint["items"]
+
+
+async def test_a_failure_while_the_bytes_are_stored_leaves_no_event_and_no_stray_write(
+    client: Client, engine: Engine, monkeypatch: Any
+) -> None:
+    """observe hands the bytes to the blob writer, then builds the outline: if that fails, the write
+    still finishes (an unreferenced blob, harmless), nothing is journaled, and the next call works."""
+    import bosun.server.offload as offload_module
+
+    tid = await _start(client)
+
+    def broken(*_a: Any, **_k: Any) -> Any:
+        raise RuntimeError("outline exploded")
+
+    monkeypatch.setattr(offload_module, "build_outline", broken)
+    failed = await _observe(client, tid, PYTEST_OUT + "one\n")
+    assert failed.is_error
+    db = engine.config.db_path
+    with sqlite3.connect(db) as conn:
+        kinds = [k for (k,) in conn.execute("SELECT kind FROM task_events WHERE task_id = ?", (tid,))]
+        stored = conn.execute("SELECT COUNT(*) FROM refs").fetchone()[0]
+    assert "tool_result" not in kinds and stored >= 1
+    monkeypatch.undo()
+    ok = _sc(await _observe(client, tid, PYTEST_OUT + "two\n"))
+    assert ok["offloaded"] is True
+    code, out = await verify_task(db, tid)
+    assert code == 0 and out["items_verified"] == out["items_externalized"] == 1

@@ -21,7 +21,16 @@ from bosun.core.offload import (
     stub_tokens,
     worth_it,
 )
-from bosun.core.outline import WINDOW_HEAD, WINDOW_TAIL, Utf8Text, build_outline, detect_kind
+from bosun.core.outline import (
+    WINDOW_HEAD,
+    WINDOW_TAIL,
+    Utf8Text,
+    build_outline,
+    detect_kind,
+    newlines,
+    utf8_offset,
+    utf8_tail_bytes,
+)
 from bosun.core.query import error_signature, run_query
 from bosun.core.tokens import estimate_tokens
 
@@ -119,6 +128,21 @@ def test_fast_tokens_close_to_exact_on_large_payloads() -> None:
     exact = estimate_tokens(big)
     assert abs(fast_tokens(big) - exact) / exact < 0.1
     assert fast_tokens("small text") == estimate_tokens("small text")
+    one_line = "x=1;" * 40_000  # no line to align the slices on
+    assert abs(fast_tokens(one_line) - estimate_tokens(one_line)) / estimate_tokens(one_line) < 0.1
+
+
+def test_byte_offsets_of_characters_match_encoding() -> None:
+    """The numpy counts behind the outline windows equal what encoding the text would give."""
+    texts = ["plain ascii\n" * 50, "é" * 30 + "a" * 7 + "😀" * 5 + "日本語\n" * 9, "😀", "", "a😀b" * 100]
+    for text in texts:
+        data = text.encode()
+        for chars in range(0, len(text) + 3):
+            assert utf8_offset(data, chars) == len(text[:chars].encode()), (text[:20], chars)
+            assert utf8_tail_bytes(data, chars) == len(text[len(text) - min(chars, len(text)):].encode())
+    data = ("line\n" + "x" * 70_000 + "\n") .encode() * 3
+    for lo, hi in ((0, len(data)), (3, 70_010), (100, 150), (len(data) - 1, len(data))):
+        assert newlines(data, lo, hi) == data.count(b"\n", lo, hi)
 
 
 def test_recall_ops_outline_aggregate_jsonl() -> None:

@@ -124,6 +124,9 @@ def test_anchor_scan_equals_a_find_loop_on_large_payloads() -> None:
     for lit in lits:
         assert got.get(lit, []) == _find_all(low, lit), lit
     assert scan.positions(data[:100]) == {lit: _find_all(low[:100], lit) for lit in lits if lit in low[:100]}
+    for lo, hi in ((0, len(data)), (7, len(data) - 3), (4100, 9000), (len(data) - 5000, len(data)), (10, 60)):
+        expected = {lit: [p + lo for p in _find_all(low[lo:hi], lit)] for lit in lits if lit in low[lo:hi]}
+        assert scan.positions(data, lo, hi) == expected, (lo, hi)  # a window, offsets into data
 
 
 def test_large_payload_is_scrubbed_like_small_ones() -> None:
@@ -144,3 +147,21 @@ def test_every_aws_access_key_prefix_is_scrubbed() -> None:
     for prefix in ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA"):
         key = prefix + "QWERTYUIOPASDFGH"
         assert key not in default_redactor().scrub(f"id {key} in the log")
+
+
+def test_assignment_with_unicode_spaces_is_scrubbed() -> None:
+    """``\\s`` in the rule matches non-ASCII spaces; the byte-level prefilter must let those lines through."""
+    r = Redactor()
+    for sep in ("\u00a0=\u00a0", "\u2003= ", " :\u3000", "\t:=\t"):
+        line = f"API_TOKEN{sep}'q8Zr2LkP0vX7mN4sT1wY6bC3'"
+        out = r.redact(line)
+        assert out.counts == {"secret_assignment": 1}, sep
+        assert "q8Zr2LkP0vX7mN4sT1wY6bC3" not in out.text
+
+
+def test_code_that_assigns_a_call_is_not_a_secret() -> None:
+    r = Redactor()
+    for line in ('        password1 = self.cleaned_data.get("password1")',
+                 '    password = ReadOnlyPasswordHashField(', 'token = token_generator.make_token(user)',
+                 "SECRET_KEY = get_random_secret_key()"):
+        assert r.redact(line).counts == {}, line
