@@ -1,7 +1,9 @@
 """Open the SQLite database (WAL), apply migrations, hand out the connection.
 
-One aiosqlite connection per process: its worker thread serialises writes,
-and WAL lets readers (``bosun verify``, a second CLI) run beside the daemon.
+One shared aiosqlite connection per process (its worker thread serialises the journal and
+the other small writes), plus the blob writer's own connection for large blobs
+(``store/refs.py``); WAL lets them, and readers (``bosun verify``, a second CLI), work side
+by side.
 ``synchronous=NORMAL`` in WAL mode survives a killed process (only a power
 loss can drop the last commits), which is the durability bosun promises.
 """
