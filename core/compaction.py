@@ -83,6 +83,10 @@ def digest_line(item: Item) -> str:
     return line if len(line) <= DIGEST_LINE_CHARS else line[: DIGEST_LINE_CHARS - 1] + "…"
 
 
+ITEM_KINDS = frozenset({"tool_result", "tool_failure", "file_read", "dropped", "checkpoint_saved"})
+ITEM_KEYS = ("ref", "stored_ref", "tokens", "stub_tokens", "offloaded", "response_tokens", "path", "tool", "args")
+
+
 def items_from_events(events: Iterable[Any]) -> tuple[list[Item], int]:
     """The carried items of a journal, and the seq of the last snapshot (0 if none)."""
     items: dict[str, Item] = {}
@@ -117,9 +121,13 @@ def items_from_events(events: Iterable[Any]) -> tuple[list[Item], int]:
 
 def plan_compaction(
     events: Iterable[Any], mode: PruneMode, plan_mode: str, now: float, target_tokens: int | None = None,
-    digest_cost: int = 14,
+    digest_cost: int = 14, last_activity: float | None = None,
 ) -> Plan:
-    """A compaction plan over the task's journal (pure: the caller passes ``now``)."""
+    """A compaction plan over the task's journal (pure: the caller passes ``now``).
+
+    ``events`` may be only the kinds ``items_from_events`` reads (results, file reads, drops,
+    snapshots) when ``last_activity`` gives the time of the task's newest event of any kind.
+    """
     if plan_mode not in PLAN_MODES:
         raise InvalidInput("mode", f"unknown compaction mode {plan_mode!r}", ", ".join(PLAN_MODES))
     if target_tokens is not None and (not isinstance(target_tokens, int) or target_tokens < 1):
@@ -128,7 +136,8 @@ def plan_compaction(
     items, snapshot = items_from_events(events)
     live = [i for i in items if not i.dropped and i.carried > digest_cost]
     small = {i.ref for i in live if i.carried < mode.min_evict_tokens} if plan_mode != "clear" else set()
-    last_activity = max((ev.created_at for ev in events), default=now)
+    if last_activity is None:
+        last_activity = max((ev.created_at for ev in events), default=now)
     cache_alive = (now - last_activity) <= mode.ttl_s
     cold_cut = live[-mode.cold_after].seq if len(live) > mode.cold_after else 0
 

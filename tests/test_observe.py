@@ -347,3 +347,36 @@ async def test_a_failure_while_the_bytes_are_stored_leaves_no_event_and_no_stray
     assert ok["offloaded"] is True
     code, out = await verify_task(db, tid)
     assert code == 0 and out["items_verified"] == out["items_externalized"] == 1
+
+
+async def test_compaction_hint_reads_the_journal_incrementally_and_plans_the_same(
+    client: Client, engine: Engine
+) -> None:
+    """The hint's view of the journal (new events only, slimmed) gives the plan the full journal gives,
+    through results, failures, drops, snapshots and other events in between."""
+    from bosun.core.compaction import plan_compaction
+    from bosun.core.offload import get_mode
+    from bosun.server.offload import offload_of
+    from bosun.server.tasks import tasks_of
+
+    tid = await _start(client)
+    svc, tasks = offload_of(engine), tasks_of(engine)
+    pm = get_mode("cache_ttl")
+    refs: list[str] = []
+    for i in range(30):
+        kind = "failure" if i % 7 == 3 else "result"
+        out = _sc(await _observe(client, tid, f"row {i} " * (60 + 20 * i) + "\n", kind=kind,
+                                 args={"command": f"cmd {i}"}))
+        if out.get("ref"):
+            refs.append(out["ref"])
+        if i == 12:
+            _sc(await client.call_tool("checkpoint", {"task_id": tid, "mode": "snapshot"}))
+            _sc(await client.call_tool("plan", {"mode": "update", "task_id": tid, "decisions": [f"d{i}"]}))
+        if i in (15, 22) and refs:
+            _sc(await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "refs": [refs.pop(0)]}))
+        view = await svc._compaction_view(tid)
+        full = await tasks.events(tid)
+        now = full[-1].created_at + 1
+        assert view.seq == full[-1].seq and view.last_activity == max(e.created_at for e in full)
+        slim = plan_compaction(view.events, pm, "compact", now, last_activity=view.last_activity).to_dict()
+        assert slim == plan_compaction(full, pm, "compact", now).to_dict(), i
