@@ -326,6 +326,8 @@ class OffloadService:
         while len(self._views) > VIEW_TASKS:
             self._views.pop(next(iter(self._views)))
         for ev in await self.tasks.events(task_id, since_seq=view.seq):
+            if ev.seq <= view.seq:  # a concurrent call for the same task read it first
+                continue
             view.seq = ev.seq
             view.last_activity = max(view.last_activity, ev.created_at)
             if ev.kind in ITEM_KINDS:
