@@ -22,8 +22,20 @@ from bosun.core.embedding import Vectors
 
 
 def bench_home() -> Path:
+    """Where the benches keep their embedding cache (a bosun home of their own).
+
+    The default is versioned by the store's schema: a cache written by another bosun is left
+    alone (it would refuse to open) rather than reused.
+    """
+    import hashlib
+
+    from bosun.store.schema import MIGRATIONS
+
     env = os.environ.get("BOSUN_BENCH_HOME", "").strip()
-    return Path(env).expanduser() if env else Path("~/.cache/bosun-bench").expanduser()
+    if env:
+        return Path(env).expanduser()
+    schema = hashlib.sha256("|".join(name for name, _ in MIGRATIONS).encode()).hexdigest()[:12]
+    return Path(f"~/.cache/bosun-bench/schema-{schema}").expanduser()
 
 
 @dataclass
