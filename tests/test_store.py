@@ -128,6 +128,29 @@ async def test_writes_from_the_writer_and_the_shared_connection_interleave(tmp_p
     await conn.close()
 
 
+async def test_the_wal_is_checkpointed_once_writes_pause(tmp_path: Path) -> None:
+    """The blob writer's second thread copies the WAL back when writes pause, off the write path."""
+    import asyncio
+
+    path = tmp_path / "b.db"
+    conn = await open_db(path)
+    writer = BlobWriter(str(path))
+    store = SQLiteRefStore(conn, writer)
+    for i in range(5):
+        await store.put_soon(f"{i} ".encode() * 100_000).ref()
+    for _ in range(100):
+        await asyncio.sleep(writer.IDLE_S)
+        if writer.checkpoints:
+            break
+    assert writer.checkpoints >= 1
+    with sqlite3.connect(path) as raw:
+        busy, frames, copied = raw.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+    assert busy == 0 and frames == copied  # nothing left to copy back
+    store.close()  # the checkpointer thread is waiting: close ends it
+    assert not writer._checkpointer.is_alive()
+    await conn.close()
+
+
 def test_parse_ref_accepts_every_spelling() -> None:
     digest = "ab" * 32
     for spelling in (f"mem://sha256:{digest}", f"sha256:{digest}", f"bosun://ref/{digest}", digest.upper()):
