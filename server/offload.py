@@ -257,20 +257,17 @@ class OffloadService:
         ref = await stored.ref()  # committed before the event that points at it
         digest = ref.rsplit(":", 1)[1]
         cost = 0
+        redacted = {"redacted": sum(redactions.values())} if redactions else {}
         answer: dict[str, Any] | None = None
         if choice.offload and ol is not None:
             stub = build_stub(short_ref(digest), len(data), tokens, total_lines, ol)
-            answer = {"offloaded": True, **stub}
-            if redactions:
-                answer["redacted"] = sum(redactions.values())
+            answer = {"offloaded": True, **stub, **redacted}
             cost = answer_tokens(answer)  # the stub as the agent carries it: the whole answer
             if offload is not True and not worth_it(tokens, cost):
                 stub, answer, choice.reason = None, None, f"a stub ({cost} tokens) would not save enough"
         offloaded = stub is not None
         if answer is None:
-            answer = {"offloaded": False, "tokens": tokens}
-            if redactions:
-                answer["redacted"] = sum(redactions.values())
+            answer = {"offloaded": False, "tokens": tokens, **redacted}
             resp_tokens = answer_tokens(answer)
         else:
             resp_tokens = cost
