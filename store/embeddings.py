@@ -11,6 +11,7 @@ import aiosqlite
 import numpy as np
 
 from bosun.core.embedding import Vectors
+from bosun.store.db import run_many
 
 
 class SQLiteEmbeddingStore:
@@ -37,7 +38,6 @@ class SQLiteEmbeddingStore:
     async def put_many(self, model_id: str, items: Iterable[tuple[str, Vectors]]) -> None:
         rows = [(model_id, key, int(vec.shape[0]), np.asarray(vec, np.float32).tobytes()) for key, vec in items]
         if rows:
-            await self.conn.executemany(
-                "INSERT OR REPLACE INTO embeddings (model_id, sha256, dim, vec) VALUES (?, ?, ?, ?)", rows
-            )
+            await run_many(self.conn, "INSERT OR REPLACE INTO embeddings (model_id, sha256, dim, vec) VALUES (?, ?, ?, ?)",
+                           rows)
             await self.conn.commit()

@@ -28,6 +28,7 @@ from typing import Protocol
 import aiosqlite
 
 from bosun.core.errors import IntegrityError, InvalidInput, NotFound
+from bosun.store.db import run_many
 
 log = logging.getLogger(__name__)
 
@@ -277,7 +278,7 @@ class SQLiteRefStore:
 
     async def _put_shared_many(self, blobs: list[Blob]) -> list[str]:
         rows, refs = _rows(blobs)
-        await self.conn.executemany(_INSERT, rows)
+        await run_many(self.conn, _INSERT, rows)
         await self.conn.commit()
         return refs
 

@@ -23,6 +23,7 @@ import aiosqlite
 
 from bosun.core.errors import Conflict
 from bosun.core.task_state import Event
+from bosun.store.db import run
 
 # one statement each (the migration runner splits on ';', so triggers live here, idempotent)
 _TRIGGERS = (
@@ -129,7 +130,7 @@ class SQLiteTaskStore:
 
     async def setup(self) -> None:
         for sql in _TRIGGERS:
-            await self.conn.execute(sql)
+            await run(self.conn, sql)
 
     async def append(self, task_id: str, events: Sequence[NewEvent], expected_version: int) -> list[Event]:
         if not events:
@@ -148,7 +149,7 @@ class SQLiteTaskStore:
         sql = ("INSERT INTO task_events (task_id, seq, kind, payload_json, agent, created_at) VALUES "
                + ",".join(["(?, ?, ?, ?, ?, ?)"] * len(out)))
         try:
-            await self.conn.execute(sql, params)  # autocommit: committed when this returns
+            await run(self.conn, sql, params)  # autocommit: committed when this returns
         except sqlite3.IntegrityError as exc:
             raise Conflict(f"task {task_id}: version {expected_version} is stale ({exc})") from exc
         return out

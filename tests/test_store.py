@@ -121,11 +121,14 @@ async def test_writes_from_the_writer_and_the_shared_connection_interleave(tmp_p
     async def via_writer(i: int) -> str:
         return await store.put_soon(f"writer {i} ".encode() * 5000).ref()
 
-    refs = await asyncio.gather(*[via_writer(i) for i in range(30)], *[shared.put(f"shared {i}".encode()) for i in range(30)])
-    assert len(set(refs)) == 60
-    assert all([await shared.verify(r) for r in refs])
-    store.close()
-    await conn.close()
+    try:
+        refs = await asyncio.gather(*[via_writer(i) for i in range(30)],
+                                    *[shared.put(f"shared {i}".encode()) for i in range(30)])
+        assert len(set(refs)) == 60
+        assert all([await shared.verify(r) for r in refs])
+    finally:  # an open connection's thread would keep the test process alive
+        store.close()
+        await conn.close()
 
 
 async def test_the_wal_is_checkpointed_once_writes_pause(tmp_path: Path) -> None:
