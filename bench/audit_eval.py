@@ -30,8 +30,8 @@ from audit_data import Example, expertqa, wice
 from audit_features import EmbedCache, features
 from audit_train import fit_arrays
 
-from bosun.core.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES, audit
-from bosun.core.audit_config import AuditConfig
+from bosun.core.audit.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES, audit
+from bosun.core.audit.config import AuditConfig
 
 
 def metrics(y_true: list[int], y_sup: list[int]) -> dict[str, float]:

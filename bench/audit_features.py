@@ -1,4 +1,4 @@
-"""Feature extraction for the audit model, exactly as bosun.core.audit computes it at run time.
+"""Feature extraction for the audit model, exactly as bosun.core.audit.audit computes it at run time.
 
 Embeddings (real model) are cached in $BOSUN_AUDIT_CACHE (default /tmp/bosun-audit-emb.npz) by
 content hash, so re-running training or evaluation does not re-embed.
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bosun.core.audit import build_index, embed_text, match_claim
-from bosun.core.claims import _LIST_MARK, strip_citations
+from bosun.core.audit.audit import build_index, embed_text, match_claim
+from bosun.core.audit.claims import _LIST_MARK, strip_citations
 from bosun.core.embedding import text_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

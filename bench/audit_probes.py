@@ -24,8 +24,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from bosun.core.audit import audit
-from bosun.core.claims import is_factual_claim
+from bosun.core.audit.audit import audit
+from bosun.core.audit.claims import is_factual_claim
 
 HERE = Path(__file__).resolve().parent
 DOKIS_PY = Path(os.environ.get("DOKIS_PYTHON", "/tmp/dokis-venv/bin/python"))

@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import expertqa, shared_dir
 
-from bosun.core.audit import _CHUNK_CACHE, _INDEX_CACHE, audit
-from bosun.core.audit_config import AuditConfig
+from bosun.core.audit.audit import _CHUNK_CACHE, _INDEX_CACHE, audit
+from bosun.core.audit.config import AuditConfig
 
 DOKIS_PY = Path(os.environ.get("DOKIS_PYTHON", "/tmp/dokis-venv/bin/python"))
 ROUNDS = 7

@@ -1,4 +1,4 @@
-"""Train the audit's confidence model on the development data only; writes core/audit_model.json.
+"""Train the audit's confidence model on the development data only; writes core/audit/audit_model.json.
 
     /work/venv/bin/python bench/audit_train.py
 
@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import expertqa, wice
 from audit_features import EmbedCache, clean_claim, features
 
-from bosun.core.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES
+from bosun.core.audit.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES
 
-OUT = Path(__file__).resolve().parents[1] / "core" / "audit_model.json"
+OUT = Path(__file__).resolve().parents[1] / "core" / "audit" / "audit_model.json"
 C = 0.5
 
 
@@ -78,7 +78,7 @@ def main() -> None:
     emb = None if lexical_only else EmbedCache()
     data = [e for e in wice() + expertqa() if e.label in (0, 1) and e.judgeable]
     if emb is not None:  # embed every text once up front, in slices, so memory stays flat
-        from bosun.core.audit import build_index, embed_text
+        from bosun.core.audit.audit import build_index, embed_text
 
         # ExpertQA first (all labels: the evaluation reuses this cache), then the WiCE rows trained on
         everything = expertqa() + [e for e in wice() if e.label in (0, 1)]

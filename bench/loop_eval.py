@@ -36,14 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bosun.core.invariants import RuleSet, parse_rules
-from bosun.core.loopguard import LoopGuard, args_hash, error_signature, is_mutating_tool
-from bosun.core.precheck import evaluate
+from bosun.core.guard.invariants import RuleSet, parse_rules
+from bosun.core.guard.loopguard import LoopGuard, args_hash, error_signature, is_mutating_tool
+from bosun.core.guard.precheck import evaluate
+from bosun.core.guard.shell_effects import analyse
 from bosun.core.redact import Redactor, redact_value
-from bosun.core.shell_effects import analyse
-from bosun.core.task_state import Event, TaskState, apply_event
+from bosun.core.task.replay import apply_event
+from bosun.core.task.state import Event, TaskState
 from bosun.core.tokens import estimate_tokens
-from bosun.server.offload import short_args  # what observe journals: the same cut
+from bosun.server.services.offload import short_args  # what observe journals: the same cut
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("BOSUN_SHARED", ROOT.parent / "shared"))

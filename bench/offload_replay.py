@@ -38,14 +38,14 @@ from pathlib import Path
 from typing import Any
 
 from bosun.core.embedding import HashEmbedder
-from bosun.core.offload import MODES
-from bosun.core.outline import build_outline, detect_kind
-from bosun.core.query import run_query
+from bosun.core.offload.offload import MODES
+from bosun.core.offload.outline import build_outline, detect_kind
+from bosun.core.offload.query import run_query
 from bosun.core.tokens import estimate_tokens
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.offload import _compact, offload_of
-from bosun.server.tasks import tasks_of
+from bosun.server.services.offload import _compact, offload_of
+from bosun.server.services.tasks import tasks_of
 
 SHARED = Path(os.environ.get("BOSUN_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
 DATA = SHARED / "data" / "trajectories" / "miniswe-dev.jsonl.gz"
@@ -182,8 +182,8 @@ def carried(items: list[Item], prompts: list[float]) -> int:
 async def replay_run(
     engine: Engine, run: dict[str, Any], mode: str, schema_tokens: int, compact_every: int
 ) -> RunResult:
-    from bosun.core.compaction import plan_compaction
-    from bosun.core.offload import get_mode
+    from bosun.core.offload.compaction import plan_compaction
+    from bosun.core.offload.offload import get_mode
 
     svc = offload_of(engine)
     tasks = tasks_of(engine)
@@ -335,7 +335,7 @@ def payload_table(runs: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]
         "log": {"op": "aggregate"},
         "text": {"op": "tail", "lines": 20},
     }
-    from bosun.core.offload import build_stub, decide, get_mode, stub_tokens, worth_it
+    from bosun.core.offload.offload import build_stub, decide, get_mode, stub_tokens, worth_it
 
     pm = get_mode(mode)
     rows = []
@@ -439,7 +439,7 @@ async def main() -> None:
     t0 = time.perf_counter()
     results = [await replay_run(engine, run, args.mode, schema, args.compact_every) for run in runs]
     elapsed = time.perf_counter() - t0
-    from bosun.server.ledger import overall_ledger
+    from bosun.server.services.ledger import overall_ledger
 
     ledger = await overall_ledger(engine)
     await engine.close()

@@ -29,12 +29,12 @@ import time
 from pathlib import Path
 
 from bosun.core.embedding import HashEmbedder
-from bosun.core.query import run_query
+from bosun.core.offload.query import run_query
 from bosun.server.commands.verify import verify_task
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.offload import offload_of
-from bosun.server.tasks import tasks_of
+from bosun.server.services.offload import offload_of
+from bosun.server.services.tasks import tasks_of
 
 SHARED = Path(os.environ.get("BOSUN_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
 DATA = SHARED / "data" / "trajectories" / "miniswe-dev.jsonl.gz"
@@ -100,8 +100,8 @@ async def main() -> None:
     ratio = statistics.median(obs) / statistics.median(base)
 
     # where observe's time goes (each stage alone, same bytes)
-    from bosun.core.offload import fast_tokens, get_mode
-    from bosun.core.outline import Utf8Text, build_outline
+    from bosun.core.offload.offload import fast_tokens, get_mode
+    from bosun.core.offload.outline import Utf8Text, build_outline
 
     stages: dict[str, list[float]] = {"redact (16 secret shapes)": [], "token estimate (sampled)": [],
                                       "outline (kind detection + builder)": [], "journal append": []}

@@ -33,12 +33,12 @@ from mcp import Client
 from mcp.server import MCPServer
 
 from bosun.core.embedding import HashEmbedder
-from bosun.core.manifest import MAX_TOKENS
+from bosun.core.task.manifest import MAX_TOKENS
 from bosun.core.tokens import estimate_tokens
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.serve import bind_socket
+from bosun.server.transport.serve import bind_socket
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,8 +123,9 @@ async def run(bosun_target: Any, noop_target: Any, calls: int) -> dict[str, Any]
 
 def manifest_sizes() -> dict[str, Any]:
     """Manifest size in estimated tokens (and cl100k when installed) over varied task states."""
-    from bosun.core.manifest import build_manifest
-    from bosun.core.task_state import Event, rebuild
+    from bosun.core.task.manifest import build_manifest
+    from bosun.core.task.replay import rebuild
+    from bosun.core.task.state import Event
 
     rng = random.Random(3)
     words = ["fix", "the", "flaky", "integration", "test", "in", "payments", "service", "and", "keep", "public",

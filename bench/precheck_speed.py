@@ -33,11 +33,11 @@ from mcp import Client, StdioServerParameters
 from mcp.server import MCPServer
 
 from bosun.core.embedding import HashEmbedder
-from bosun.core.loopguard import args_hash
+from bosun.core.guard.loopguard import args_hash
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.tasks import tasks_of
+from bosun.server.services.tasks import tasks_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("BOSUN_SHARED", ROOT.parent / "shared"))

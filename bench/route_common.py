@@ -10,7 +10,7 @@ from typing import Any
 
 from bench_io import shared_dir
 
-from bosun.core.policy_corpus import Policy
+from bosun.core.routing.corpus import Policy
 
 REPO = Path(__file__).resolve().parents[1]
 

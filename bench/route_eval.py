@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from route_common import embed_cached, load_model, metatool_docs, metatool_queries
 
-from bosun.core.abstain import SHIPPED
-from bosun.core.route import build_index_with, route, score
+from bosun.core.routing.abstain import SHIPPED
+from bosun.core.routing.route import build_index_with, route, score
 
 ARMS = {"bosun": {}, "lexical-only": {"use_semantic": False}, "semantic-only": {"use_lexical": False}}
 
@@ -47,7 +47,7 @@ def main() -> int:
     texts = list(dict.fromkeys([q["query"] for q in ranked + aware]))
     vecs = dict(zip(texts, embed_cached(emb, texts), strict=True))
     print(f"embedded {len(texts)} queries in {time.perf_counter() - t0:.1f}s", file=sys.stderr)
-    from bosun.core.abstain import separability
+    from bosun.core.routing.abstain import separability
 
     print(f"separability of the MetaTool surfaces: {separability(index.surface_vectors()):.3f}")
     print(f"MetaTool dev: {len(index)} tools, {len(ranked)} ranking queries, "

@@ -1,4 +1,4 @@
-"""Fit the shipped abstention point (bosun.core.abstain.SHIPPED) and show how it transfers.
+"""Fit the shipped abstention point (bosun.core.routing.abstain.SHIPPED) and show how it transfers.
 
 Two parts decide whether a candidate routes:
 
@@ -30,7 +30,7 @@ on: it is reported as a held-out check, as are leave-one-source-out fits.
 
 prints the fit and the tables, and writes the chosen operating point as TOML
 (the same format ``bosun eval route calibrate`` writes), from which
-``SHIPPED`` in core/abstain.py is copied.
+``SHIPPED`` in core/routing/abstain.py is copied.
 """
 
 from __future__ import annotations
@@ -49,10 +49,10 @@ from sklearn.linear_model import LogisticRegression
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from route_common import REPO, embed_cached, load_model, metatool_docs, metatool_queries
 
-from bosun.core.abstain import FEATURES, GATE_OFF, SHIPPED, OperatingPoint, separability
-from bosun.core.route import build_index_with, decision_features, route, score
-from bosun.core.route_metrics import Labelled, compute, parse_labelled
-from bosun.server.policies import demo_corpus_dir, scan_corpus
+from bosun.core.routing.abstain import FEATURES, GATE_OFF, SHIPPED, OperatingPoint, separability
+from bosun.core.routing.metrics import Labelled, compute, parse_labelled
+from bosun.core.routing.route import build_index_with, decision_features, route, score
+from bosun.server.services.policies import demo_corpus_dir, scan_corpus
 
 CANDIDATES = 3
 FIT_SOURCES = ("metatool", "metatool-15", "demo")

@@ -19,10 +19,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from route_common import embed_cached, load_model
 
-from bosun.core.abstain import GATE_OFF, SHIPPED
-from bosun.core.route import build_index_with, route
-from bosun.core.route_metrics import compute, parse_labelled
-from bosun.server.policies import demo_corpus_dir, scan_corpus
+from bosun.core.routing.abstain import GATE_OFF, SHIPPED
+from bosun.core.routing.metrics import compute, parse_labelled
+from bosun.core.routing.route import build_index_with, route
+from bosun.server.services.policies import demo_corpus_dir, scan_corpus
 
 REPO = Path(__file__).resolve().parents[1]
 

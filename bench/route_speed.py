@@ -35,7 +35,7 @@ from route_common import metatool_docs, metatool_queries
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.policies import EXTENSION_KEY, PolicyService
+from bosun.server.services.policies import EXTENSION_KEY, PolicyService
 
 
 def synth_corpus(root: Path, n: int) -> None:

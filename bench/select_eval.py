@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from select_data import Case, all_texts, embed_all, hotpot_cases, psiloop_tasks, wice_cases
 
 from bosun.core.embedding import Vectors
-from bosun.core.select import Params, Pool, select
+from bosun.core.selection.select import Params, Pool, select
 from bosun.core.tokens import estimate_tokens
 
 SEED = "psi-loop as shipped (keyword V, centroid H)"
@@ -51,8 +51,8 @@ def seed_select(case: Case, budget: int) -> list[int]:
     candidate's bag of words and the centroid of the context's L2-normalised bags; score
     H * V, near-tie value priority, iterative (each pick joins the context), greedy packing.
     """
-    from bosun.core.select import NEAR_TIE_EPSILON
-    from bosun.core.select_lexical import terms
+    from bosun.core.selection.lexical import terms
+    from bosun.core.selection.select import NEAR_TIE_EPSILON
 
     def bow(text: str) -> dict[str, float]:
         counts: dict[str, float] = {}

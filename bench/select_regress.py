@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from select_data import Case, all_texts, embed_all, hotpot_cases, psiloop_tasks, wice_cases
 from select_eval import pool_of
 
-from bosun.core import select_lexical
-from bosun.core.select import STRATEGIES, Params, select
+from bosun.core.selection import lexical as select_lexical
+from bosun.core.selection.select import STRATEGIES, Params, select
 
 PARAMS = [Params(), Params(mmr_lambda=0.5), Params(max_items=3), Params(min_relevance=0.3),
           Params(lexical="cosine"), Params(hop_weight=0.0), Params(coverage=0.0),

@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from select_data import bench_home, embed_all, hotpot_cases
 
-from bosun.core import select_lexical
 from bosun.core.embedding import Vectors
-from bosun.core.select import Params, Pool, select
+from bosun.core.selection import lexical as select_lexical
+from bosun.core.selection.select import Params, Pool, select
 from bosun.core.tokens import estimate_tokens
 
 REPS = 60
@@ -87,7 +87,7 @@ def bench_warm(goal_text: str, texts: list[str], vecs: dict[str, Vectors], lines
 async def bench_tool(goal_text: str, texts: list[str], lines: list[str]) -> None:
     from bosun.server.config import Config
     from bosun.server.engine import Engine
-    from bosun.server.select_service import run_selection
+    from bosun.server.services.select import run_selection
 
     engine = Engine(Config(home=bench_home(), policies=[]))
     await engine.open()
@@ -108,7 +108,7 @@ async def bench_tool(goal_text: str, texts: list[str], lines: list[str]) -> None
 async def bench_cold(lines: list[str]) -> None:
     from bosun.server.config import Config
     from bosun.server.engine import Engine
-    from bosun.server.select_service import run_selection
+    from bosun.server.services.select import run_selection
 
     stamp = time.time_ns()
     texts = [f"note {stamp} {i}: retry the upload with backoff when the server answers {500 + i % 4}" for i in range(200)]

@@ -4,7 +4,7 @@
 
 On a shared machine the load moves between runs by 30-50%; timing both versions (and the
 reference numpy MMR of select_speed.py) in the same loop keeps the comparison fair. The old
-``core/select.py`` and ``core/select_lexical.py`` are read with ``git show REV:...`` into a
+``core/selection/select.py`` and ``core/selection/lexical.py`` are read with ``git show REV:...`` into a
 temporary package. Same inputs as select_speed.py: real HotpotQA passages, cached embeddings.
 """
 
@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from select_data import embed_all, hotpot_cases
 from select_speed import reference_mmr
 
-import bosun.core.select as current
-from bosun.core import select_lexical
+import bosun.core.selection.select as current
+from bosun.core.selection import lexical as select_lexical
 from bosun.core.tokens import estimate_tokens
 
 REPO = Path(__file__).resolve().parents[1]
@@ -42,13 +42,16 @@ REPS = 100
 
 
 def load_old(rev: str, into: Path) -> tuple[ModuleType, ModuleType]:
-    """``core/select.py`` and ``core/select_lexical.py`` at ``rev``, importable as ``select_old``."""
+    """``core/selection/select.py`` and ``core/selection/lexical.py`` at ``rev``, importable as ``select_old``."""
     pkg = into / "select_old"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    for name in ("select", "select_lexical"):
-        src = subprocess.run(["git", "show", f"{rev}:core/{name}.py"], cwd=REPO, check=True,
-                             capture_output=True, text=True).stdout
+    for name, moved in (("select", "selection/select"), ("select_lexical", "selection/lexical")):
+        shown = subprocess.run(["git", "show", f"{rev}:core/{moved}.py"], cwd=REPO, capture_output=True, text=True)
+        if shown.returncode != 0:  # a revision from before the wings
+            shown = subprocess.run(["git", "show", f"{rev}:core/{name}.py"], cwd=REPO, check=True,
+                                   capture_output=True, text=True)
+        src = shown.stdout.replace("bosun.core.selection.lexical", "select_old.select_lexical")
         (pkg / f"{name}.py").write_text(src.replace("bosun.core.select_lexical", "select_old.select_lexical"))
     sys.path.insert(0, str(into))
     return importlib.import_module("select_old.select"), importlib.import_module("select_old.select_lexical")

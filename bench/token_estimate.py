@@ -68,8 +68,9 @@ def samples(with_manifests: bool = True) -> dict[str, list[str]]:
 
 
 def manifests(rng: random.Random) -> list[str]:
-    from bosun.core.manifest import build_manifest
-    from bosun.core.task_state import Event, rebuild
+    from bosun.core.task.manifest import build_manifest
+    from bosun.core.task.replay import rebuild
+    from bosun.core.task.state import Event
 
     docs = [str(d["text"]) for d in read_jsonl(DATA / "routing/metatool-docs.jsonl")]
     out = []

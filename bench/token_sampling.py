@@ -17,7 +17,7 @@ import time
 
 from bench_io import read_jsonl, shared_dir
 
-from bosun.core.offload import fast_tokens
+from bosun.core.offload.offload import fast_tokens
 from bosun.core.tokens import estimate_tokens
 
 DATA = shared_dir() / "data" / "trajectories" / "miniswe-dev.jsonl.gz"

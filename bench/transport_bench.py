@@ -55,7 +55,7 @@ def noop_server(home: Path, stdio: bool) -> None:
     from starlette.requests import Request
     from starlette.responses import JSONResponse
 
-    import bosun.server.serve as serve_mod
+    import bosun.server.transport.serve as serve_mod
     from bosun.server.config import Config
 
     mcp: MCPServer[Any] = MCPServer("noop", log_level="WARNING")

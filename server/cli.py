@@ -56,7 +56,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import anyio
 
     from bosun.server.config import Config
-    from bosun.server.serve import ServeError, serve
+    from bosun.server.transport.serve import ServeError, serve
 
     config = Config(home=_home(args))
     if args.host:
@@ -85,14 +85,14 @@ def cmd_stdio(args: argparse.Namespace) -> int:
         import anyio
 
         from bosun.server.config import Config
-        from bosun.server.serve import serve
+        from bosun.server.transport.serve import serve
 
         config = Config(home=home)
         if args.policies:
             config.policies = [Path(p).expanduser() for p in args.policies]
         anyio.run(lambda: serve(config, http=False, stdio=True, write_daemon=False))
         return 0
-    from bosun.server.bridge import run_bridge
+    from bosun.server.transport.bridge import run_bridge
 
     return run_bridge(home, extra)
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import aiosqlite
 
 from bosun.core.errors import Conflict
-from bosun.core.task_state import Event
+from bosun.core.task.state import Event
 from bosun.store.db import run
 
 # one statement each (the migration runner splits on ';', so triggers live here, idempotent)

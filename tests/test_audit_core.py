@@ -7,12 +7,12 @@ from datetime import date
 
 import pytest
 
-from bosun.core.audit import audit, filter_sources
-from bosun.core.audit_config import AuditConfig, config_from_dict, discover_config, load_config_file
-from bosun.core.claims import extract_claims, is_factual_claim, split_sentences
-from bosun.core.consistency import check
+from bosun.core.audit.audit import audit, filter_sources
+from bosun.core.audit.claims import extract_claims, is_factual_claim, split_sentences
+from bosun.core.audit.config import AuditConfig, config_from_dict, discover_config, load_config_file
+from bosun.core.audit.consistency import check
+from bosun.core.audit.provenance import assess_freshness, check_source, parse_date_value, parse_rules
 from bosun.core.errors import InvalidInput
-from bosun.core.provenance import assess_freshness, check_source, parse_date_value, parse_rules
 
 SAMPLE = {
     "query": "What are the side effects of aspirin, and how does ibuprofen compare?",
@@ -273,9 +273,9 @@ def test_polarity_and_no_effect() -> None:
 
 
 def test_shipped_model_matches_the_code() -> None:
-    """core/audit_model.json (bench/audit_train.py) must name exactly the features the matcher computes,
+    """core/audit/audit_model.json (bench/audit_train.py) must name exactly the features the matcher computes,
     with the monotone signs the training enforces."""
-    from bosun.core.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES, load_model
+    from bosun.core.audit.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES, load_model
 
     for name, feats in (("bm25", LEXICAL_FEATURES), ("semantic", SEMANTIC_FEATURES)):
         model = load_model(name)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bosun.core.invariants import parse_rules
+from bosun.core.guard.invariants import parse_rules
 from bosun.server.commands import invariants as cmd
 
 

@@ -55,7 +55,7 @@ def test_only_the_model_module_imports_fastembed() -> None:
 def test_the_light_entry_points_do_not_import_heavy_libraries() -> None:
     """`bosun stdio` (the bridge) must start fast: stdlib only beyond bosun itself."""
     heavy = ("numpy", "sklearn", "fastembed", "mcp", "onnxruntime", "bm25s", "aiosqlite", "uvicorn", "starlette")
-    for rel in ("server/bridge.py", "server/daemon_file.py", "server/cli.py"):
+    for rel in ("server/transport/bridge.py", "server/transport/daemon_file.py", "server/cli.py"):
         top_level = ast.parse((ROOT / rel).read_text()).body
         names: list[str] = []
         for node in top_level:
@@ -64,3 +64,41 @@ def test_the_light_entry_points_do_not_import_heavy_libraries() -> None:
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names.append(node.module)
         assert not [n for n in names if n.split(".")[0] in heavy], (rel, names)
+
+
+# -- wings: one per capability, on a small ground floor ------------------------------------
+CORE_WINGS = ("routing", "audit", "selection", "task", "offload", "guard")
+GROUND_FLOOR = ("embedding", "tokens", "errors", "redact", "text", "actions")
+# guard decides whether an action may run from the task's budget and seal: the one arrow between wings
+WING_MAY_IMPORT = {"guard": {"task"}}
+
+
+def _core_target(name: str) -> str | None:
+    """The wing (or ground-floor module) a ``bosun.core...`` import lands in."""
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["bosun", "core"] else None
+
+
+def test_core_is_grouped_into_wings_on_a_ground_floor() -> None:
+    top = {p.stem for p in (ROOT / "core").glob("*.py")} - {"__init__"}
+    assert top <= set(GROUND_FLOOR), f"core modules outside any wing: {sorted(top - set(GROUND_FLOOR))}"
+    dirs = {p.name for p in (ROOT / "core").iterdir() if (p / "__init__.py").exists()}
+    assert dirs == set(CORE_WINGS)
+    for wing in CORE_WINGS:
+        doc = ast.get_docstring(ast.parse((ROOT / "core" / wing / "__init__.py").read_text()))
+        assert doc and len(doc) > 40, f"core/{wing}/__init__.py must say what the wing decides"
+
+
+def test_no_core_wing_reaches_into_another() -> None:
+    bad = []
+    for wing in CORE_WINGS:
+        for path in sorted((ROOT / "core" / wing).rglob("*.py")):
+            for name in _imports(path):
+                target = _core_target(name)
+                if target in CORE_WINGS and target != wing and target not in WING_MAY_IMPORT.get(wing, set()):
+                    bad.append(f"{path.relative_to(ROOT)} imports {name}")
+    for path in sorted((ROOT / "core").glob("*.py")):
+        for name in _imports(path):
+            if _core_target(name) in CORE_WINGS:
+                bad.append(f"ground floor {path.relative_to(ROOT)} imports the wing module {name}")
+    assert not bad, "\n".join(bad)

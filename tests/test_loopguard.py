@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bosun.core.errors import InvalidInput
-from bosun.core.loopguard import (
+from bosun.core.guard.loopguard import (
     LoopGuard,
     LoopPolicy,
     args_hash,

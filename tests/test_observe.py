@@ -21,7 +21,7 @@ from bosun.server.app import create_server
 from bosun.server.commands.verify import verify_task
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.ledger import ledger_summary, overall_ledger
+from bosun.server.services.ledger import ledger_summary, overall_ledger
 
 PYTEST_OUT = (
     "".join(f"tests/test_mod.py::test_case_{i} PASSED\n" for i in range(400))
@@ -327,7 +327,7 @@ async def test_a_failure_while_the_bytes_are_stored_leaves_no_event_and_no_stray
 ) -> None:
     """observe hands the bytes to the blob writer, then builds the outline: if that fails, the write
     still finishes (an unreferenced blob, harmless), nothing is journaled, and the next call works."""
-    import bosun.server.offload as offload_module
+    import bosun.server.services.offload as offload_module
 
     tid = await _start(client)
 
@@ -354,10 +354,10 @@ async def test_compaction_hint_reads_the_journal_incrementally_and_plans_the_sam
 ) -> None:
     """The hint's view of the journal (new events only, slimmed) gives the plan the full journal gives,
     through results, failures, drops, snapshots and other events in between."""
-    from bosun.core.compaction import plan_compaction
-    from bosun.core.offload import get_mode
-    from bosun.server.offload import offload_of
-    from bosun.server.tasks import tasks_of
+    from bosun.core.offload.compaction import plan_compaction
+    from bosun.core.offload.offload import get_mode
+    from bosun.server.services.offload import offload_of
+    from bosun.server.services.tasks import tasks_of
 
     tid = await _start(client)
     svc, tasks = offload_of(engine), tasks_of(engine)

@@ -11,7 +11,7 @@ import pytest
 
 from bosun.server.cli import build_parser
 from bosun.server.commands.observe import open_engine
-from bosun.server.tasks import tasks_of
+from bosun.server.services.tasks import tasks_of
 
 TEST_LOG = "".join(f"tests/test_x.py::test_{i} PASSED\n" for i in range(400)) + (
     "FAILED tests/test_x.py::test_9 - AssertionError: 1 != 2\n===== 1 failed, 400 passed in 3.2s =====\n"

@@ -8,10 +8,9 @@ from typing import Any
 
 import pytest
 
-from bosun.core.compaction import plan_compaction
 from bosun.core.errors import InvalidInput
-from bosun.core.ledger import ledger_of, parse_prices
-from bosun.core.offload import (
+from bosun.core.offload.compaction import plan_compaction
+from bosun.core.offload.offload import (
     MODES,
     build_stub,
     decide,
@@ -21,7 +20,7 @@ from bosun.core.offload import (
     stub_tokens,
     worth_it,
 )
-from bosun.core.outline import (
+from bosun.core.offload.outline import (
     WINDOW_HEAD,
     WINDOW_TAIL,
     Utf8Text,
@@ -31,7 +30,8 @@ from bosun.core.outline import (
     utf8_offset,
     utf8_tail_bytes,
 )
-from bosun.core.query import error_signature, run_query
+from bosun.core.offload.query import error_signature, run_query
+from bosun.core.task.ledger import ledger_of, parse_prices
 from bosun.core.tokens import estimate_tokens
 
 PYTEST_OUT = (

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from bosun.core.manifest import MAX_TOKENS
+from bosun.core.task.manifest import MAX_TOKENS
 from bosun.core.tokens import estimate_tokens
 from bosun.server.engine import Engine
-from bosun.server.tasks import tasks_of
+from bosun.server.services.tasks import tasks_of
 
 
 def _sc(result: Any) -> dict[str, Any]:
@@ -197,7 +197,7 @@ async def test_memory_lessons_and_resume_view(client: Client) -> None:
 
 def test_seal_hash_is_plain_sha256_of_documented_bytes() -> None:
     # prefix_hash = sha256(head_hash + zoneB_hash) over the ASCII hex strings (README recipe)
-    from bosun.core.seal import prefix_hash
+    from bosun.core.task.seal import prefix_hash
 
     h, b = "a" * 64, "b" * 64
     assert prefix_hash(h, b) == hashlib.sha256((h + b).encode()).hexdigest()

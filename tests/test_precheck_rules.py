@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from bosun.core.budget import check_budget, parse_budget
 from bosun.core.errors import InvalidInput
-from bosun.core.globs import check_glob, path_match
-from bosun.core.handoff import build_contract, check_result
-from bosun.core.invariants import parse_rules
-from bosun.core.shell_effects import analyse
+from bosun.core.guard.globs import check_glob, path_match
+from bosun.core.guard.handoff import build_contract, check_result
+from bosun.core.guard.invariants import parse_rules
+from bosun.core.guard.shell_effects import analyse
+from bosun.core.task.budget import check_budget, parse_budget
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "invariants.example.toml"
 

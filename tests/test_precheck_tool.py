@@ -11,9 +11,9 @@ import pytest
 from mcp import Client, MCPError
 from mcp.types import CallToolResult, TextContent
 
-from bosun.core.loopguard import args_hash
+from bosun.core.guard.loopguard import args_hash
 from bosun.server.engine import Engine
-from bosun.server.tasks import tasks_of
+from bosun.server.services.tasks import tasks_of
 
 RULES = """
 [[invariant]]

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from bosun.core.abstain import GATE_OFF, SHIPPED, OperatingPoint, admissible
 from bosun.core.embedding import HashEmbedder
-from bosun.core.policy_corpus import parse_policy
-from bosun.core.route import build_index_with, matched_counts, mention_only, score, split_quoted
-from bosun.core.route_background import BACKGROUND
+from bosun.core.routing.abstain import GATE_OFF, SHIPPED, OperatingPoint, admissible
+from bosun.core.routing.background import BACKGROUND
+from bosun.core.routing.corpus import parse_policy
+from bosun.core.routing.route import build_index_with, matched_counts, mention_only, score, split_quoted
 
 DEPLOY = """# Production deploys
 

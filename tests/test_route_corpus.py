@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from bosun.core.policy_corpus import (
+from bosun.core.routing.corpus import (
     MAX_DOC_BYTES,
     PolicyParseError,
     is_active,
     parse_front_matter,
     parse_policy,
 )
-from bosun.server.policies import CorpusError, demo_corpus_dir, scan_corpus
+from bosun.server.services.policies import CorpusError, demo_corpus_dir, scan_corpus
 
 OIAX = """# Deploy policy
 
@@ -134,7 +134,7 @@ def test_fast_tfidf_matches_sklearn() -> None:
     import numpy as np
 
     from bosun.core.embedding import HashEmbedder
-    from bosun.core.route import build_index_with, lexical_scores
+    from bosun.core.routing.route import build_index_with, lexical_scores
 
     index = build_index_with(scan_corpus([demo_corpus_dir()]).policies, HashEmbedder(32))
     for prompt in ("deploy deploy the prod release and roll back", "API keys in .env files", "nothing matches zzz"):
@@ -146,7 +146,7 @@ def test_fast_tfidf_matches_sklearn() -> None:
 
 def test_labelled_jsonl_parsing() -> None:
     from bosun.core.errors import InvalidInput
-    from bosun.core.route_metrics import compute, parse_labelled
+    from bosun.core.routing.metrics import compute, parse_labelled
 
     rows = parse_labelled([
         '{"prompt": "a", "expected": ["x"]}', "", '{"prompt": "b", "expected": "y", "sibling": "x"}',

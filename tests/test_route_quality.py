@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from bosun.core.abstain import SHIPPED, divergence
-from bosun.core.route import STOP_WORDS
-from bosun.core.route_metrics import compute, parse_labelled
-from bosun.server.policies import EXTENSION_KEY, PolicyService
+from bosun.core.routing.abstain import SHIPPED, divergence
+from bosun.core.routing.metrics import compute, parse_labelled
+from bosun.core.routing.route import STOP_WORDS
+from bosun.server.services.policies import EXTENSION_KEY, PolicyService
 
 LABELLED = Path(__file__).resolve().parents[1] / "examples" / "policies-labelled.jsonl"
 

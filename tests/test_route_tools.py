@@ -14,7 +14,7 @@ from bosun.core.embedding import HashEmbedder, Vectors
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.policies import EXTENSION_KEY, PolicyService
+from bosun.server.services.policies import EXTENSION_KEY, PolicyService
 
 DEPLOY = "# Deploy\n\n**Agent-trigger:** deploying the service to production, rollback plans\n\nRULE-TEXT: canary first.\n"
 MIGRATE = "# Migrations\n\n**Agent-trigger:** database schema migrations, dropping columns\n\nRULE-TEXT: expand then contract.\n"

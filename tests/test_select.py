@@ -12,8 +12,8 @@ from mcp import Client
 
 from bosun.core.embedding import HashEmbedder, l2_normalise
 from bosun.core.errors import InvalidInput
-from bosun.core.select import NEAR_TIE_EPSILON, STRATEGIES, Params, Pool, select
-from bosun.core.select_lexical import LexicalView, terms
+from bosun.core.selection.lexical import LexicalView, terms
+from bosun.core.selection.select import NEAR_TIE_EPSILON, STRATEGIES, Params, Pool, select
 from bosun.core.tokens import estimate_tokens
 
 EMB = HashEmbedder(64)
@@ -288,7 +288,7 @@ async def test_tool_resolves_policy_names_through_the_policy_index(client: Clien
 
 
 def test_lexical_view_is_reused_for_the_same_pool_and_gives_the_same_answer() -> None:
-    from bosun.core import select_lexical
+    from bosun.core.selection import lexical as select_lexical
 
     select_lexical._VIEWS.clear()
     pool = make_pool(GOAL, [*CANDS, "retry budgets cap how often clients retry"])
@@ -303,7 +303,7 @@ def test_lexical_view_is_reused_for_the_same_pool_and_gives_the_same_answer() ->
 def test_hybrid_answers_for_a_pool_without_terms_when_the_vocabulary_is_large(monkeypatch: pytest.MonkeyPatch) -> None:
     """A big process vocabulary switches the view to pool-local ids; a pool whose texts hold
     no terms then has an empty vocabulary, and the goal's lookup must not index into it."""
-    from bosun.core import select_lexical
+    from bosun.core.selection import lexical as select_lexical
 
     monkeypatch.setattr(select_lexical, "_VOCAB", {f"zz{i}": i for i in range(70_000)})
     select_lexical._encoded_raw.cache_clear()  # ids cached against the real vocabulary

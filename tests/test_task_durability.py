@@ -20,12 +20,13 @@ import uvicorn
 from mcp import Client
 
 from bosun.core.embedding import HashEmbedder
-from bosun.core.seal import hashes
-from bosun.core.task_state import Event, rebuild
+from bosun.core.task.replay import rebuild
+from bosun.core.task.seal import hashes
+from bosun.core.task.state import Event
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.serve import bind_socket, http_app
+from bosun.server.transport.serve import bind_socket, http_app
 
 AGENTS = 20
 UPDATES_EACH = 2

@@ -9,9 +9,9 @@ import unicodedata
 import pytest
 
 from bosun.core.errors import InvalidInput, NotFound
-from bosun.core.task_state import rebuild
+from bosun.core.task.replay import rebuild
 from bosun.server.engine import Engine
-from bosun.server.tasks import VersionConflict, tasks_of
+from bosun.server.services.tasks import VersionConflict, tasks_of
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def _norm(t: str) -> str:
 
 def recompute_seal(objective: str, plan: list[str], constraints: list[str], decisions: list[str],
                    head_sha: str = "", rules_sha: str = "", contract_sha: str = "") -> str:
-    """The README's recipe, written independently of core/seal.py."""
+    """The README's recipe, written independently of core/task/seal.py."""
     def h(x: object) -> str:
         return hashlib.sha256(json.dumps(x, ensure_ascii=False, separators=(",", ":")).encode()).hexdigest()
     def cat(a: str, b: str) -> str:
@@ -109,8 +109,9 @@ def test_recorded_seal_always_matches_the_state() -> None:
     """After any event sequence, the last recorded seal is the seal of the state (nothing changes a zone silently)."""
     import random
 
-    from bosun.core.seal import hashes
-    from bosun.core.task_state import Event, apply_event
+    from bosun.core.task.replay import apply_event
+    from bosun.core.task.seal import hashes
+    from bosun.core.task.state import Event
 
     rng = random.Random(7)
     kinds = [("constraint_added", lambda i: {"text": f"c{i}"}), ("decision_added", lambda i: {"text": f"d{i}"}),

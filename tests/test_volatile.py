@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bosun.core.volatile import find_volatile
+from bosun.core.task.volatile import find_volatile
 
 
 def _kinds(text: str) -> list[tuple[str, str]]:

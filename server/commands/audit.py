@@ -34,8 +34,8 @@ def _fail(message: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from bosun.core.audit import audit
-    from bosun.core.audit_config import discover_config, load_config_file, parse_as_of
+    from bosun.core.audit.audit import audit
+    from bosun.core.audit.config import discover_config, load_config_file, parse_as_of
     from bosun.core.errors import BosunError
 
     input_path = None if args.file == "-" else Path(args.file)
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     config_path = args.config or discover_config(input_path, Path.cwd())
     try:
         cfg = load_config_file(config_path) if config_path else None
-        from bosun.core.audit_config import AuditConfig
+        from bosun.core.audit.config import AuditConfig
 
         cfg = cfg or AuditConfig()
         if args.matcher:

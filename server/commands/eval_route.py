@@ -49,14 +49,14 @@ HEADER = f"{'threshold':>9} {'solo_z':>6} {'top_k':>5} {'recall@2':>8} {'precisi
 def run(args: argparse.Namespace) -> int:
     import os
 
-    from bosun.core.abstain import SHIPPED, OperatingPoint, separability
     from bosun.core.embedding import CachingEmbedder
     from bosun.core.errors import BosunError
-    from bosun.core.policy_corpus import corpus_fingerprint
-    from bosun.core.route import build_index_with, route
-    from bosun.core.route_metrics import compute, parse_labelled
+    from bosun.core.routing.abstain import SHIPPED, OperatingPoint, separability
+    from bosun.core.routing.corpus import corpus_fingerprint
+    from bosun.core.routing.metrics import compute, parse_labelled
+    from bosun.core.routing.route import build_index_with, route
     from bosun.server.model import load_embedder
-    from bosun.server.policies import CorpusError, load_operating_point_file, scan_corpus
+    from bosun.server.services.policies import CorpusError, load_operating_point_file, scan_corpus
 
     dirs = [Path(d).expanduser() for d in args.corpus]
     missing = [str(d) for d in dirs if not d.is_dir()]
@@ -166,8 +166,8 @@ def _refit(index: Any, rows: Any, qvecs: Any, op: Any) -> Any:
     import numpy as np
     from sklearn.linear_model import LogisticRegression
 
-    from bosun.core.abstain import FEATURES, OperatingPoint
-    from bosun.core.route import decision_features, score
+    from bosun.core.routing.abstain import FEATURES, OperatingPoint
+    from bosun.core.routing.route import decision_features, score
 
     X, y = [], []
     for r, q in zip(rows, qvecs, strict=True):

@@ -49,8 +49,8 @@ def _home(args: argparse.Namespace) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from bosun.core.errors import BosunError
-    from bosun.core.invariants import parse_rules
-    from bosun.server.precheck import invariants_path
+    from bosun.core.guard.invariants import parse_rules
+    from bosun.server.services.precheck import invariants_path
 
     if args.action == "path":
         print(invariants_path(_home(args)))
@@ -76,8 +76,8 @@ def _add(args: argparse.Namespace) -> int:
     import tomli_w
 
     from bosun.core.errors import BosunError
-    from bosun.core.invariants import Rule, parse_rules
-    from bosun.server.precheck import invariants_path
+    from bosun.core.guard.invariants import Rule, parse_rules
+    from bosun.server.services.precheck import invariants_path
 
     path = Path(args.file).expanduser() if args.file else invariants_path(_home(args))
     arg_patterns: list[tuple[str, str]] = []

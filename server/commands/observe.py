@@ -47,7 +47,7 @@ async def open_engine(home: Path) -> Any:
 
 
 async def _observe(args: argparse.Namespace, text: str) -> dict[str, Any]:
-    from bosun.server.offload import offload_of
+    from bosun.server.services.offload import offload_of
 
     engine = await open_engine(home_of(args))
     try:

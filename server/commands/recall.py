@@ -39,7 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def _recall(args: argparse.Namespace) -> str:
     from bosun.server.commands.observe import home_of, open_engine
-    from bosun.server.offload import offload_of
+    from bosun.server.services.offload import offload_of
 
     where: Any = None
     if args.where:

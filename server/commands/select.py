@@ -77,10 +77,10 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from bosun.core.errors import BosunError
-    from bosun.core.select import Params
+    from bosun.core.selection.select import Params
     from bosun.server.config import Config
     from bosun.server.engine import Engine
-    from bosun.server.select_service import run_selection, to_result
+    from bosun.server.services.select import run_selection, to_result
 
     try:
         req = load_request(args.file)

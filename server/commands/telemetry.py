@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"{path}: no such events file (is BOSUN_TELEMETRY_PATH set on the daemon?)", file=sys.stderr)
         return 2
-    from bosun.server.policies import CorpusError, demo_corpus_dir, scan_corpus
+    from bosun.server.services.policies import CorpusError, demo_corpus_dir, scan_corpus
 
     dirs = [Path(d).expanduser() for d in (args.policies or [])]
     if not dirs:

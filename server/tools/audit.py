@@ -13,9 +13,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from bosun.core.audit import ComplianceViolation, plan_audit, run_audit
-from bosun.core.audit import filter_sources as core_filter
-from bosun.core.audit_config import config_from_dict, parse_as_of
+from bosun.core.audit.audit import ComplianceViolation, plan_audit, run_audit
+from bosun.core.audit.audit import filter_sources as core_filter
+from bosun.core.audit.config import config_from_dict, parse_as_of
 from bosun.server.errors import tool_errors
 
 _CHUNKS_DOC = 'list of {content, source_url, metadata?, id?} (dokis shape)'

@@ -19,16 +19,16 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from bosun.core.compaction import digest_line, items_from_events, plan_compaction
 from bosun.core.errors import InvalidInput
-from bosun.core.ledger import ledger_of
-from bosun.core.manifest import build_manifest
-from bosun.core.offload import get_mode, short_ref
-from bosun.core.query import bound
-from bosun.core.seal import SEAL_PREFIX
+from bosun.core.offload.compaction import digest_line, items_from_events, plan_compaction
+from bosun.core.offload.offload import get_mode, short_ref
+from bosun.core.offload.query import bound
+from bosun.core.task.ledger import ledger_of
+from bosun.core.task.manifest import build_manifest
+from bosun.core.task.seal import SEAL_PREFIX
 from bosun.server.errors import tool_errors
-from bosun.server.offload import as_result, offload_of, slim_tool
-from bosun.server.tasks import check_task_id, tasks_of
+from bosun.server.services.offload import as_result, offload_of, slim_tool
+from bosun.server.services.tasks import check_task_id, tasks_of
 
 CheckpointMode = Literal["snapshot", "resume", "report", "compact", "trim", "clear"]
 MEDIA_JSON = "application/json"

@@ -14,10 +14,10 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from bosun.core.errors import InvalidInput
-from bosun.core.seal import verdict as seal_verdict
+from bosun.core.task.seal import verdict as seal_verdict
 from bosun.server.errors import tool_errors
-from bosun.server.handoff import handoff_of
-from bosun.server.tasks import tasks_of
+from bosun.server.services.handoff import handoff_of
+from bosun.server.services.tasks import tasks_of
 
 HandoffMode = Literal["create", "accept", "complete", "status"]
 

@@ -20,8 +20,8 @@ from pydantic import Field
 
 from bosun.core.errors import InvalidInput
 from bosun.server.errors import tool_errors
-from bosun.server.offload import as_result, offload_of, slim_tool
-from bosun.server.tasks import check_task_id, tasks_of
+from bosun.server.services.offload import as_result, offload_of, slim_tool
+from bosun.server.services.tasks import check_task_id, tasks_of
 
 ObserveKind = Literal["result", "failure", "dropped", "file", "decision", "constraint", "head", "contract"]
 PruneModeName = Literal["cache_ttl", "conservative", "balanced", "aggressive"]

@@ -18,14 +18,14 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from bosun.core.errors import BosunError, InvalidInput
-from bosun.core.manifest import budget_status, build_manifest
-from bosun.core.pressure import DECLARABLE, pressure
-from bosun.core.seal import SEAL_PREFIX, hashes
-from bosun.core.task_state import MEMORY_SCOPES, TaskState
+from bosun.core.task.manifest import budget_status, build_manifest
+from bosun.core.task.pressure import DECLARABLE, pressure
+from bosun.core.task.seal import SEAL_PREFIX, hashes
+from bosun.core.task.state import MEMORY_SCOPES, TaskState
 from bosun.core.tokens import estimate_tokens
 from bosun.server.errors import tool_errors
-from bosun.server.ledger import ledger_summary
-from bosun.server.tasks import TaskService, check_text, tasks_of
+from bosun.server.services.ledger import ledger_summary
+from bosun.server.services.tasks import TaskService, check_text, tasks_of
 
 if TYPE_CHECKING:
     from bosun.server.engine import Engine

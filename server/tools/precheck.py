@@ -2,8 +2,8 @@
 
 Checked in order: invariants (``.bosun/invariants.toml``), the task's budget, the loop
 guard (repeated failure, loop pattern, oscillation, runaway), duplicates (an identical
-call whose result is stored is answered with that ref). See ``server/precheck.py`` for
-where the invariants file is looked for and ``core/loopguard.py`` for what counts as progress.
+call whose result is stored is answered with that ref). See ``server/services/precheck.py`` for
+where the invariants file is looked for and ``core/guard/loopguard.py`` for what counts as progress.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from bosun.server.errors import tool_errors
-from bosun.server.precheck import precheck_of
+from bosun.server.services.precheck import precheck_of
 
 if TYPE_CHECKING:
     from bosun.server.engine import Engine

@@ -9,9 +9,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from bosun.core.query import DEFAULT_MAX_TOKENS
+from bosun.core.offload.query import DEFAULT_MAX_TOKENS
 from bosun.server.errors import tool_errors
-from bosun.server.offload import as_result, offload_of, slim_tool
+from bosun.server.services.offload import as_result, offload_of, slim_tool
 from bosun.store.refs import parse_ref
 
 RecallOp = Literal["raw", "head", "tail", "range", "grep", "outline", "aggregate", "jsonl"]

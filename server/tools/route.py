@@ -24,7 +24,7 @@ from bosun.core.errors import BosunError, InvalidInput
 from bosun.server import telemetry
 from bosun.server.engine import ModelUnavailable
 from bosun.server.errors import tool_errors
-from bosun.server.policies import EXTENSION_KEY, CorpusError, PolicyService, service_of
+from bosun.server.services.policies import EXTENSION_KEY, CorpusError, PolicyService, service_of
 
 log = logging.getLogger("bosun.route")
 

@@ -9,9 +9,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from bosun.core.select import DEFAULT_STRATEGY, Params
+from bosun.core.selection.select import DEFAULT_STRATEGY, Params
 from bosun.server.errors import tool_errors
-from bosun.server.select_service import run_selection, to_result
+from bosun.server.services.select import run_selection, to_result
 
 StrategyName = Literal["hybrid", "psi0", "mmr", "baseline"]
 ItemsArg = list[str | dict[str, Any]]
@@ -19,7 +19,7 @@ ItemsArg = list[str | dict[str, Any]]
 
 def register(mcp: MCPServer[Any]) -> None:
     from bosun.server.app import engine_of
-    from bosun.server.offload import slim_tool
+    from bosun.server.services.offload import slim_tool
 
     @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True), structured_output=True)
     @tool_errors

@@ -1,0 +1,596 @@
+"""Mismatch checks between a claim and its best evidence: what makes a claim contradicted.
+
+Lexical overlap cannot tell "aspirin lowers fever" from "aspirin does not lower
+fever": the words are the same. These checks look at exactly what overlap
+ignores, on evidence that is otherwise well aligned with the claim:
+
+- negation: a statement negated on one side and asserted on the other (also antonym pairs);
+- number: the same quantity with a different value ("6 grams" vs "4 grams");
+- unit: the same value in a different unit ("6 grams" vs "6 milligrams");
+- date: a year or month the evidence gives differently;
+- quantifier: "all" vs "some", "most" vs "few", "always" vs "sometimes", "only" vs "one of";
+- named_entity: a name in the claim that the evidence replaces with another.
+
+English only; on other languages the checks find nothing and the verdict rests on matching.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+from bosun.core.audit.claims import STOPWORDS, content_tokens, stem
+
+ALIGNMENT_MIN = 0.6  # share of the claim's other content the evidence must cover
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    """One reason the evidence contradicts the claim."""
+
+    kind: str  # negation | number | unit | date | quantifier | named_entity
+    claim: str
+    evidence: str
+    note: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"kind": self.kind, "claim": self.claim, "evidence": self.evidence, "note": self.note}
+
+
+# -- numbers and units ---------------------------------------------------------------------
+
+_UNITS: dict[str, tuple[str, str]] = {}
+for _dim, _groups in {
+    "mass": {"mg": "mg milligram milligrams", "g": "g gram grams gr", "kg": "kg kilogram kilograms kilo kilos",
+             "mcg": "mcg µg ug microgram micrograms", "lb": "lb lbs pound pounds", "oz": "oz ounce ounces",
+             "t": "ton tons tonne tonnes"},
+    "length": {"mm": "mm millimeter millimeters millimetre millimetres", "cm": "cm centimeter centimeters centimetre centimetres",
+               "m": "meter meters metre metres", "km": "km kilometer kilometers kilometre kilometres",
+               "mi": "mile miles", "ft": "ft feet foot", "inch": "inch inches", "yd": "yard yards"},
+    "volume": {"ml": "ml milliliter milliliters millilitre millilitres", "l": "liter liters litre litres",
+               "gal": "gallon gallons", "cup": "cup cups"},
+    "time": {"s": "second seconds sec secs", "min": "minute minutes mins", "h": "hour hours hr hrs",
+             "day": "day days", "week": "week weeks", "month": "month months", "year": "year years yr yrs",
+             "decade": "decade decades", "century": "century centuries"},
+    "temperature": {"c": "°c celsius", "f": "°f fahrenheit"},
+    "ratio": {"%": "% percent per-cent percentage", "pp": "point points"},
+    "currency": {"usd": "$ usd dollar dollars", "eur": "€ eur euro euros", "gbp": "£ gbp", "yen": "¥ yen"},
+    "energy": {"kcal": "kcal calorie calories cal", "kj": "kj kilojoule kilojoules", "j": "joule joules"},
+    "power": {"w": "w watt watts", "kw": "kw kilowatt kilowatts", "mw": "mw megawatt megawatts", "gw": "gw gigawatt gigawatts"},
+    "speed": {"mph": "mph", "kmh": "kph km/h"},
+    "data": {"kb": "kb kilobyte kilobytes", "mb": "mb megabyte megabytes", "gb": "gb gigabyte gigabytes",
+             "tb": "tb terabyte terabytes"},
+}.items():
+    for _canon, _unit_names in _groups.items():
+        for _name in _unit_names.split():
+            _UNITS[_name] = (_dim, _canon)
+
+_SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9,
+          "trillion": 1e12, "tn": 1e12, "hundred": 1e2, "dozen": 12.0}
+_WORDNUM = {w: float(i) for i, w in enumerate(
+    ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"])}
+_WORDNUM.update({"thirty": 30.0, "forty": 40.0, "fifty": 50.0, "sixty": 60.0, "seventy": 70.0, "eighty": 80.0,
+                 "ninety": 90.0, "half": 0.5, "twice": 2.0, "double": 2.0, "triple": 3.0})
+_NUM = re.compile(
+    r"(?P<cur>[$€£¥])?\s?(?P<num>(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?|(?<![\w.,])\d+(?:\.\d+)?)"
+    r"(?:\s?(?P<scale>thousand|million|billion|trillion|bn|mn|tn|k|m|b)\b)?"
+    r"(?P<pct>\s?%|\s?(?:percent|per cent)\b)?"
+    r"(?:[\s-]?(?P<unit>°[cf]|[a-zµ°/]+))?",
+    re.IGNORECASE,
+)
+_WORDNUM_RE = re.compile(r"\b(" + "|".join(sorted(_WORDNUM, key=len, reverse=True)) + r")\b(?:[\s-]+([a-z]+))?", re.IGNORECASE)
+_LOWER_BOUND = re.compile(r"(?:more than|over|at least|exceeding|exceeds|above|upwards of|greater than|>)\s*$", re.I)
+_UPPER_BOUND = re.compile(r"(?:less than|under|at most|fewer than|below|up to|no more than|<)\s*$", re.I)
+_APPROX = re.compile(r"(?:about|around|approximately|roughly|nearly|almost|some|an estimated|estimated|~|circa|ca\.)\s*$", re.I)
+_MONTH_NAMES = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
+_MONTH_RE = re.compile(r"\b(" + "|".join([*_MONTH_NAMES, "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sept", "sep", "oct", "nov", "dec"]) + r")\b\.?", re.I)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    value: float
+    decimals: int
+    dim: str | None
+    unit: str | None  # canonical unit, or the counted noun's stem ("patients" -> "patient")
+    raw: str
+    bound: str  # "=" | ">" | "<" | "~"
+    year: bool
+    slot: str | None = None  # the content word just before a unit-less number ("score of 2" -> "score")
+
+
+def quantities(text: str) -> list[Quantity]:
+    """Numbers with their unit (or counted noun), bound words and whether they look like a year."""
+    return list(_quantities(text))
+
+
+@lru_cache(maxsize=16_384)
+def _quantities(text: str) -> tuple[Quantity, ...]:
+    out: list[Quantity] = []
+    for m in _NUM.finditer(text):
+        raw_num = m.group("num")
+        num_text = raw_num.replace(",", "")
+        try:
+            value = float(num_text)
+        except ValueError:
+            continue
+        decimals = len(num_text.split(".")[1]) if "." in num_text else 0
+        scale = (m.group("scale") or "").lower()
+        unit_word = (m.group("unit") or "").lower().strip("-/")
+        bare_metres = False
+        if scale in ("m", "b", "k") and not m.group("cur"):
+            # a bare letter scales money only ("$5m"); "300 m" is metres, "5 k" stays a number
+            if scale == "m":
+                unit_word, bare_metres = "meter", True
+            scale = ""
+        if scale:
+            value *= _SCALE.get(scale, 1.0)
+        dim: str | None = None
+        unit: str | None = None
+        if m.group("pct"):
+            dim, unit = "ratio", "%"
+        elif m.group("cur"):
+            dim, unit = _UNITS[m.group("cur")]
+        elif unit_word in _UNITS:
+            dim, unit = _UNITS[unit_word]
+        elif unit_word and unit_word not in STOPWORDS and unit_word.isalpha():
+            unit = stem(unit_word)
+        raw = text[m.start() : m.end("scale")].strip() if bare_metres else m.group(0).strip()
+        if unit is None and unit_word:
+            raw = raw[: len(raw) - len(unit_word)].strip()
+        prefix = text[max(0, m.start() - 24) : m.start()]
+        bound = ">" if _LOWER_BOUND.search(prefix) else "<" if _UPPER_BOUND.search(prefix) else "~" if _APPROX.search(prefix) else "="
+        year = (
+            decimals == 0 and not scale and dim is None and "," not in raw_num and 1000 <= value <= 2100
+            and len(num_text) == 4
+        )
+        before = content_tokens(text[max(0, m.start() - 30) : m.start()])
+        out.append(Quantity(value, decimals, dim, unit, raw, bound, year, before[-1] if before else None))
+    for m in _WORDNUM_RE.finditer(text):
+        word = m.group(1).lower()
+        follower = (m.group(2) or "").lower()
+        if word in ("one", "half") and follower in ("of", "the", "a", "") :
+            continue  # "one of", "one" as a pronoun: not a count
+        dim = unit = None
+        if follower in _UNITS:
+            dim, unit = _UNITS[follower]
+        elif follower and follower not in STOPWORDS:
+            unit = stem(follower)
+        out.append(Quantity(_WORDNUM[word], 0, dim, unit, m.group(0), "=", False))
+    return tuple(out)
+
+
+def _same_value(claim: Quantity, ev: Quantity) -> bool:
+    c, e = claim.value, ev.value
+    if c == e:
+        return True
+    if (ev.bound == ">" and c >= e) or (ev.bound == "<" and c <= e):
+        return True  # "120" is consistent with "more than 100"
+    if claim.bound == ">":
+        return e >= c
+    if claim.bound == "<":
+        return e <= c
+    if claim.bound == "~" or ev.bound == "~":
+        return abs(c - e) <= 0.1 * max(abs(c), abs(e))
+    if round(e, claim.decimals) == c:  # "30%" for "29.6%"
+        return True
+    return abs(c - e) <= 0.005 * max(abs(c), abs(e))
+
+
+def _number_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
+    out: list[Mismatch] = []
+    c_q = [q for q in quantities(claim) if not q.year]
+    if not c_q:
+        return out
+    e_q = [q for q in quantities(evidence) if not q.year]
+    x_q = [q for q in quantities(context) if not q.year]
+    for cq in c_q:
+        if any(_same_value(cq, eq) and (cq.unit is None or eq.unit is None or cq.unit == eq.unit) for eq in x_q):
+            continue
+        same_value_other_unit = [
+            eq for eq in e_q if _same_value(cq, eq) and cq.unit and eq.unit and cq.unit != eq.unit
+            and (cq.dim is not None and cq.dim == eq.dim)
+        ]
+        if same_value_other_unit:
+            eq = same_value_other_unit[0]
+            out.append(Mismatch("unit", cq.raw, eq.raw, f"same value, different unit ({cq.unit} vs {eq.unit})"))
+            continue
+        comparable = [eq for eq in e_q if cq.unit is not None and eq.unit == cq.unit]
+        if not comparable and cq.unit is None and cq.slot:
+            comparable = [eq for eq in e_q if eq.unit is None and eq.slot == cq.slot]
+        if comparable:
+            eq = comparable[0]
+            out.append(Mismatch("number", cq.raw, eq.raw, f"the evidence gives {eq.raw!r} where the claim says {cq.raw!r}"))
+    return out
+
+
+# -- dates ---------------------------------------------------------------------------------
+
+@lru_cache(maxsize=16_384)
+def _years(text: str) -> frozenset[int]:
+    out = {int(q.value) for q in _quantities(text) if q.year}
+    out |= {int(m.group(1)) for m in re.finditer(r"\b(1\d{3}|20\d{2})s\b", text)}
+    return frozenset(out)
+
+
+@lru_cache(maxsize=16_384)
+def _months(text: str) -> frozenset[int]:
+    found: set[int] = set()
+    for m in _MONTH_RE.finditer(text):
+        word = m.group(1).lower()
+        if word == "may":  # the month only next to a number or with a capital not starting a sentence
+            after = text[m.end() : m.end() + 6]
+            before = text[max(0, m.start() - 5) : m.start()]
+            if not (re.match(r"\s*\d", after) or re.search(r"\d\s*$", before)):
+                continue
+        if (word == "mar" or word == "dec") and not m.group(0)[0].isupper():
+            continue
+        for i, name in enumerate(_MONTH_NAMES):
+            if name.startswith(word[:3]):
+                found.add(i + 1)
+                break
+    return frozenset(found)
+
+
+_WEEKDAY_RE = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)s?\b", re.I)
+
+
+@lru_cache(maxsize=16_384)
+def _weekdays(text: str) -> frozenset[str]:
+    return frozenset(m.group(1).lower() for m in _WEEKDAY_RE.finditer(text))
+
+
+def _date_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
+    out: list[Mismatch] = []
+    c_years, e_years, x_years = _years(claim), _years(evidence), _years(context)
+    missing = sorted(y for y in c_years if y not in x_years)
+    if missing and e_years - c_years:
+        out.append(Mismatch("date", str(missing[0]), ", ".join(str(y) for y in sorted(e_years - c_years)),
+                            "the evidence dates this differently"))
+    c_d, e_d, x_d = _weekdays(claim), _weekdays(evidence), _weekdays(context)
+    if c_d and not (c_d & x_d) and e_d and not out:
+        out.append(Mismatch("date", sorted(c_d)[0], sorted(e_d)[0], "the evidence gives a different day"))
+    c_m, e_m, x_m = _months(claim), _months(evidence), _months(context)
+    if c_m and not (c_m & x_m) and e_m and not out:
+        out.append(Mismatch("date", _MONTH_NAMES[min(c_m) - 1], _MONTH_NAMES[min(e_m) - 1],
+                            "the evidence gives a different month"))
+    return out
+
+
+# -- negation and antonyms -----------------------------------------------------------------
+
+_NEG = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without|lacks?|lacking|lacked|"
+    r"fail(?:s|ed)? to|unable to|absence of|free of)\b|n't\b",
+    re.IGNORECASE,
+)
+_SCOPE = 5  # content words after a negation cue that it governs
+
+_ANTONYMS = [
+    ("increase", "decrease"), ("increase", "reduce"), ("rise", "fall"), ("rise", "decline"), ("raise", "lower"),
+    ("higher", "lower"), ("more", "less"), ("more", "fewer"), ("larger", "smaller"), ("bigger", "smaller"),
+    ("greater", "lesser"), ("before", "after"), ("earlier", "later"), ("true", "false"), ("positive", "negative"),
+    ("safe", "unsafe"), ("safe", "dangerous"), ("effective", "ineffective"), ("legal", "illegal"),
+    ("allowed", "prohibited"), ("allowed", "banned"), ("permitted", "prohibited"), ("win", "lose"), ("won", "lost"),
+    ("north", "south"), ("east", "west"), ("maximum", "minimum"), ("above", "below"), ("majority", "minority"),
+    ("first", "last"), ("gain", "loss"), ("open", "closed"), ("alive", "dead"), ("accept", "reject"),
+    ("approved", "rejected"), ("success", "failure"), ("succeeded", "failed"), ("strong", "weak"),
+    ("strengthen", "weaken"), ("high", "low"), ("cheap", "expensive"), ("fast", "slow"), ("faster", "slower"),
+    ("increased", "decreased"), ("increases", "decreases"), ("rises", "falls"), ("lowers", "raises"),
+    ("improve", "worsen"), ("benefit", "harm"), ("beneficial", "harmful"), ("common", "rare"), ("inside", "outside"),
+    ("include", "exclude"), ("acidic", "alkaline"), ("hot", "cold"), ("warmer", "cooler"), ("oldest", "youngest"),
+    ("older", "younger"), ("largest", "smallest"), ("highest", "lowest"), ("best", "worst"), ("male", "female"),
+    ("inhibit", "stimulate"), ("inhibit", "activate"), ("agonist", "antagonist"), ("private", "public"),
+]
+_POLARITY = [
+    ("increase increases increased increasing raise raises raised rise rises rose risen boost boosts boosted "
+     "elevate elevates elevated higher grow grows grew growth improve improves improved enhance enhances "
+     "enhanced accelerate accelerates accelerated strengthen strengthens strengthened expand expands expanded "
+     "up climb climbs climbed surge surges surged",
+     "decrease decreases decreased decreasing reduce reduces reduced reduction lower lowers lowered fall falls "
+     "fell fallen decline declines declined drop drops dropped shrink shrinks shrank worsen worsens worsened "
+     "diminish diminishes diminished slow slows slowed weaken weakens weakened lessen lessens lessened "
+     "down plunge plunges plunged"),
+    ("allow allows allowed permit permits permitted legal", "forbid forbids forbade ban bans banned prohibit "
+     "prohibits prohibited illegal"),
+    ("cause causes caused trigger triggers triggered", "prevent prevents prevented"),
+    ("win wins won victory", "lose loses lost defeat defeated"),
+]
+_ANTI: dict[str, set[str]] = {}
+for _a, _b in _ANTONYMS:
+    _ANTI.setdefault(stem(_a), set()).add(stem(_b))
+    _ANTI.setdefault(stem(_b), set()).add(stem(_a))
+_CHANGE: set[str] = set()
+for _up, _down in _POLARITY[:1]:
+    _CHANGE |= {stem(w) for w in (_up + " " + _down).split()}
+for _up, _down in _POLARITY:
+    _ups, _downs = {stem(w) for w in _up.split()}, {stem(w) for w in _down.split()}
+    for _w in _ups:
+        _ANTI.setdefault(_w, set()).update(_downs)
+    for _w in _downs:
+        _ANTI.setdefault(_w, set()).update(_ups)
+
+
+_CLAUSE_END = re.compile(r"[,;:?!.()]|\b(?:but|although|though|whereas|while|however)\b", re.I)
+
+
+@lru_cache(maxsize=16_384)
+def _scopes(text: str) -> tuple[tuple[str, ...], ...]:
+    """For each negation cue, the content words it governs: up to 3, within its clause."""
+    out: list[tuple[str, ...]] = []
+    for m in _NEG.finditer(text):
+        rest = text[m.end() : m.end() + 120]
+        stop = _CLAUSE_END.search(rest)
+        out.append(tuple(content_tokens(rest[: stop.start()] if stop else rest)[:3]))
+    return tuple(out)
+
+
+def _together(terms: list[str], seq: list[str], width: int = 4) -> bool:
+    """Do all ``terms`` occur within ``width`` words of one another somewhere in ``seq``?
+    (the same phrase on the other side, not scattered words)"""
+    need = set(terms)
+    return any(tok in need and need <= set(seq[i:i + width + 1]) for i, tok in enumerate(seq))
+
+
+_EFFECT = frozenset(stem(w) for w in ["effect", "effects", "impact", "impacts", "affect", "affects", "influence", "change", "changes", "alter"])
+
+
+def _flip(
+    scopes: tuple[tuple[str, ...], ...], other: set[str], other_negated: set[str], other_seq: list[str], short: bool
+) -> list[str] | None:
+    """A negated phrase on one side whose words the other side asserts without negation.
+
+    "has no effect on fever" against "lowers fever": a negated effect word counts as asserted
+    when the other side states a change (an increase/decrease word) on the same object.
+    """
+    changes = {t for t in other if t in _CHANGE}
+    for scope in scopes:
+        asserted = [t for t in scope if t in other and t not in other_negated]
+        if (len(asserted) >= 2 and _together(asserted, other_seq)) or (len(scope) == 1 and asserted and short):
+            return asserted
+        if asserted and changes and any(t in _EFFECT for t in scope) and not (set(asserted) & _EFFECT):
+            return [*sorted(changes)[:1], *asserted]
+    return None
+
+
+def _cue_snippet(text: str) -> str:
+    m = _NEG.search(text)
+    if m is None:
+        return "(asserted)"
+    start = text.rfind(" ", 0, max(0, m.start() - 1)) + 1
+    tail = text[m.end() :].split()[:3]
+    return (text[start : m.end()] + " " + " ".join(tail)).strip()
+
+
+_FUNCTION_OPPOSITES = {"before": "after", "after": "before", "above": "below", "below": "above",
+                       "over": "under", "under": "over", "inside": "outside", "outside": "inside"}
+_FW = re.compile(r"\b(before|after|above|below|over|under|inside|outside)\s+(?:the\s+|a\s+|an\s+)?(\w+)", re.I)
+
+
+def _function_word_flip(claim: str, evidence: str) -> Mismatch | None:
+    """ "signed before the war" vs "signed after the war": opposite stop-words on the same object."""
+    c = {(m.group(1).lower(), stem(m.group(2).lower())) for m in _FW.finditer(claim)}
+    e = {(m.group(1).lower(), stem(m.group(2).lower())) for m in _FW.finditer(evidence)}
+    for word, obj in sorted(c):
+        if (_FUNCTION_OPPOSITES[word], obj) in e and (word, obj) not in e:
+            return Mismatch("negation", f"{word} {obj}", f"{_FUNCTION_OPPOSITES[word]} {obj}", "the evidence states the opposite")
+    return None
+
+
+_NEG_PREFIXES = ("non", "un", "in", "im", "il", "ir", "dis", "anti")
+
+
+def _prefix_opposites(term: str) -> list[str]:
+    """"safe" <-> "unsafe", "steroidal" <-> "nonsteroidal": the same word with a negating prefix."""
+    out = [p + term for p in _NEG_PREFIXES]
+    out += [term[len(p) :] for p in _NEG_PREFIXES if term.startswith(p) and len(term) - len(p) >= 4]
+    return out
+
+
+def _neighbours(seq: list[str], i: int) -> set[str]:
+    return set(seq[max(0, i - 2) : i] + seq[i + 1 : i + 3])
+
+
+def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
+    c_sc, e_sc = _scopes(claim), _scopes(evidence)
+    c_neg = {t for sc in c_sc for t in sc}
+    e_neg = {t for sc in e_sc for t in sc}
+    c_seq, e_seq = content_tokens(claim), content_tokens(evidence)
+    c_all, e_all = set(c_seq), set(e_seq)
+    short = len(c_seq) <= 12 and len(e_seq) <= 25
+    flipped = _flip(c_sc, e_all, e_neg, e_seq, short)
+    side = "claim"
+    if flipped is None:
+        flipped, side = _flip(e_sc, c_all, c_neg, c_seq, short), "evidence"
+    if flipped:
+        return [Mismatch("negation", _cue_snippet(claim), _cue_snippet(evidence),
+                         f"the {side} negates {' '.join(flipped)!r} and the other side asserts it")]
+    flip = _function_word_flip(claim, evidence)
+    if flip:
+        return [flip]
+    for i, term in enumerate(c_seq):
+        if term in e_all:
+            continue
+        for other in _prefix_opposites(term):
+            if other in e_all and other not in c_all:
+                return [Mismatch("negation", term, other, "the evidence states the opposite")]
+        for j, other in enumerate(e_seq):
+            if other in _ANTI.get(term, ()) and other not in c_all and _neighbours(c_seq, i) & _neighbours(e_seq, j):
+                return [Mismatch("negation", term, other, "the evidence states the opposite")]
+    return []
+
+
+# -- quantifiers ---------------------------------------------------------------------------
+
+_DET_LEVEL = {
+    "all": 3, "every": 3, "each": 3, "everyone": 3, "everything": 3, "entire": 3,
+    "most": 2, "majority": 2, "some": 1, "several": 1, "many": 1, "certain": 1, "few": 0, "minority": 0,
+}
+_FREQ_LEVEL = {
+    "always": 3, "invariably": 3, "universally": 3, "usually": 2, "generally": 2, "typically": 2, "mostly": 2,
+    "often": 1, "frequently": 1, "sometimes": 1, "occasionally": 1, "rarely": 0, "seldom": 0, "hardly": 0,
+}
+_Q_PHRASES = {
+    "less than half": 0, "fewer than half": 0, "only a few": 0, "very few": 0, "hardly any": 0,
+    "a small minority": 0, "more than half": 2, "the vast majority": 2, "the majority": 2,
+    "nearly all": 3, "almost all": 2, "virtually all": 3,
+}
+_Q_PHRASE = re.compile(r"\b(?:" + "|".join(p.replace(" ", r"\s+") for p in _Q_PHRASES) + r")\b")
+_ONLY = re.compile(r"\b(?:only|sole|solely|exclusively)\b", re.I)
+_NOT_ONLY = re.compile(r"\b(?:one of|among|several|many|various|as well as|along with)\b", re.I)
+_QWORD = re.compile(r"[a-z]+")
+
+
+@lru_cache(maxsize=16_384)
+def _quantified(text: str, family: int) -> tuple[tuple[int, str, frozenset[str]], ...]:
+    """(level, word, the content words right after it) for each quantifier of one family."""
+    levels = _DET_LEVEL if family == 0 else _FREQ_LEVEL
+    out = []
+    low = text.lower()
+    taken: list[tuple[int, int]] = []
+    if family == 0:
+        for m in _Q_PHRASE.finditer(low):
+            phrase = m.group(0)
+            out.append((_Q_PHRASES[re.sub(r"\s+", " ", phrase)], phrase,
+                        frozenset(content_tokens(low[m.end() : m.end() + 40])[:2])))
+            taken.append((m.start(), m.end()))
+    for m in _QWORD.finditer(low):
+        w = m.group(0)
+        if w not in levels or any(a <= m.start() < b for a, b in taken):
+            continue
+        if w == "few" and low[max(0, m.start() - 2) : m.start()] == "a ":
+            out.append((1, "a few", frozenset(content_tokens(low[m.end() : m.end() + 40])[:2])))
+            continue
+        out.append((levels[w], w, frozenset(content_tokens(low[m.end() : m.end() + 40])[:2])))
+    return tuple(out)
+
+
+def _quantifier_checks(claim: str, evidence: str) -> list[Mismatch]:
+    for family in (0, 1):
+        c_q, e_q = _quantified(claim, family), _quantified(evidence, family)
+        for c_level, c_word, c_next in c_q:
+            same_head = [(lv, w) for lv, w, nxt in e_q if nxt & c_next]
+            if not same_head or any(lv == c_level for lv, _ in same_head):
+                continue
+            e_level, e_word = max(same_head)
+            if c_level > e_level or (c_level == 0 and e_level >= 2):
+                return [Mismatch("quantifier", c_word, e_word, "the claim's quantifier is not what the evidence says")]
+    m_only = _ONLY.search(claim)
+    if m_only and not _ONLY.search(evidence):
+        m = _NOT_ONLY.search(evidence)
+        if m:
+            return [Mismatch("quantifier", m_only.group(0), m.group(0), "the claim says only one; the evidence names others")]
+    return []
+
+
+# -- named entities ------------------------------------------------------------------------
+
+_CAP = re.compile(r"\b[A-Z][\w&.'-]*(?:\s+(?:of|de|la|van|von|the|and|&)?\s*[A-Z][\w&.'-]*)*")
+
+
+_NOT_NAMES = frozenset(_MONTH_NAMES) | frozenset(
+    ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "i"]
+)
+_OPENERS = frozenset(
+    ["however", "moreover", "additionally", "furthermore", "also", "although", "though", "while", "when", "whereas", "because", "since", "according", "as", "after", "before", "during", "if", "in", "on", "at", "for", "from", "with", "by", "to", "the", "a", "an", "this", "that", "these", "those", "there", "here", "it", "its", "they", "their", "he", "she", "we", "you", "our", "my", "his", "her", "one", "some", "many", "most", "all", "each", "every", "both", "specifically", "generally", "historically", "overall", "finally", "first", "second", "third", "similarly", "unfortunately", "fortunately", "notably", "importantly", "meanwhile", "instead", "thus", "therefore", "hence", "so", "yet", "still", "today", "recently", "currently", "now", "then", "other", "another", "such", "many", "several", "few", "no", "not", "even", "just", "only"]
+)
+
+
+@lru_cache(maxsize=16_384)
+def _names(text: str, with_initial: bool = True) -> tuple[tuple[str, bool], ...]:
+    """Capitalised names, each with whether it starts the text (a sentence-initial capital may be ordinary)."""
+    out: list[tuple[str, bool]] = []
+    first_word = re.match(r"\W*", text)
+    start_pos = first_word.end() if first_word else 0
+    for m in _CAP.finditer(text):
+        name = m.group(0).strip(" .'-")
+        initial = m.start() <= start_pos
+        if initial:
+            head, _, rest = name.partition(" ")
+            if head.lower() in _OPENERS or head.lower().endswith("ly"):
+                if not rest or not rest[:1].isupper():
+                    continue
+                name, initial = rest, False
+            elif not with_initial:
+                continue
+        if name.lower() in _NOT_NAMES or name.lower() in _OPENERS:
+            continue
+        if content_tokens(name):
+            out.append((name, initial))
+    return tuple(out)
+
+
+_PAGE_WORDS = frozenset(
+    ["title", "author", "published", "datetime", "meta", "data", "url", "source", "abstract", "summary", "introduction", "contents", "menu", "home", "skip"]
+)
+
+
+def _present(token: str, pool: set[str]) -> bool:
+    """Exact, or the same word in another form ("greece"/"greek", "tio2"/"tio")."""
+    if token in pool:
+        return True
+    head = token[:4]
+    return len(token) >= 4 and any(p.startswith(head) and (p.startswith(token[:-1]) or token.startswith(p[:-1]))
+                                   for p in pool if len(p) >= 3)
+
+
+def _next_word(text: str, name: str) -> str | None:
+    i = text.find(name)
+    after = content_tokens(text[i + len(name) : i + len(name) + 40]) if i >= 0 else []
+    return after[0] if after else None
+
+
+def _entity_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
+    c_names = _names(claim)
+    if not c_names:
+        return []
+    x_tokens = set(content_tokens(context))
+    claim_tokens = set(content_tokens(claim))
+    missing = [(n, ini) for n, ini in c_names if any(not _present(t, x_tokens) for t in content_tokens(n))]
+    if not missing:
+        return []
+    e_names = [(n, ini) for n, ini in _names(evidence)
+               if set(content_tokens(n)) - claim_tokens and not set(content_tokens(n)) & _PAGE_WORDS]
+    for name, initial in missing:
+        # a sentence-initial capital is only a name when the evidence puts another name in the same
+        # place: also sentence-initial and followed by the same word ("Ibuprofen lowers" / "Aspirin lowers")
+        if initial:
+            follow = _next_word(claim, name)
+            rivals = [n for n, e_ini in e_names if e_ini and follow and _next_word(evidence, n) == follow]
+        else:
+            rivals = [n for n, _ in e_names]
+        if rivals:
+            return [Mismatch("named_entity", name, rivals[0], f"the evidence names {rivals[0]!r}, not {name!r}")]
+    return []
+
+
+# -- entry point ---------------------------------------------------------------------------
+
+def alignment(claim: str, evidence: str, ignore: set[str] | None = None) -> float:
+    """Share of the claim's content tokens (minus ``ignore``) found in the evidence."""
+    c = [t for t in dict.fromkeys(content_tokens(claim)) if not (ignore and t in ignore) and not t[0].isdigit()]
+    if not c:
+        return 0.0
+    e = set(content_tokens(evidence))
+    return sum(1 for t in c if t in e) / len(c)
+
+
+def check(claim: str, evidence: str, context: str | None = None) -> list[Mismatch]:
+    """Every mismatch between ``claim`` and ``evidence`` (the aligned sentence or two).
+
+    ``context`` is the whole of the evidence's chunks: a year or name found
+    anywhere in them is not a mismatch. Checks run only when the evidence is
+    about the same thing (enough of the claim's other content overlaps).
+    """
+    context = context if context is not None else evidence
+    found: list[Mismatch] = []
+    names = {t for n, _ in _names(claim) for t in content_tokens(n)}
+    if alignment(claim, evidence, names) >= ALIGNMENT_MIN:
+        found += _entity_checks(claim, evidence, context)
+    if alignment(claim, evidence) < ALIGNMENT_MIN:
+        return found
+    found += _negation_checks(claim, evidence)
+    found += _number_checks(claim, evidence, context)
+    found += _date_checks(claim, evidence, context)
+    found += _quantifier_checks(claim, evidence)
+    return found

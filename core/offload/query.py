@@ -1,0 +1,446 @@
+"""Server-side reads of a stored payload: only the requested part leaves.
+
+Every answer is bounded (``max_bytes`` and ``max_tokens``) and says what was
+cut, so a recall can never flood the prompt it was meant to keep small.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import regex
+
+from bosun.core.errors import InvalidInput
+from bosun.core.offload.outline import KINDS, build_outline
+from bosun.core.tokens import estimate_tokens
+
+DEFAULT_MAX_TOKENS = 2_000
+HARD_MAX_BYTES = 1_000_000
+GREP_TIME_BUDGET_S = 0.5
+MAX_PATTERN_CHARS = 1_000
+OPS = ("raw", "head", "tail", "range", "grep", "outline", "aggregate", "jsonl")
+MAX_JSONL_RECORDS = 200_000
+
+
+@dataclass
+class QueryResult:
+    """The part of a payload a recall returns, and what was left out."""
+
+    text: str
+    total_bytes: int
+    total_lines: int
+    returned_lines: int
+    truncated: bool = False
+    note: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def decode(data: bytes) -> str:
+    """Payloads are text; undecodable bytes are shown as U+FFFD, never dropped silently."""
+    return data.decode("utf-8", errors="replace")
+
+
+def bound(text: str, max_bytes: int, max_tokens: int) -> tuple[str, bool]:
+    """Cut ``text`` at a line boundary so it fits both limits."""
+    encoded = text.encode("utf-8")
+    if len(encoded) <= max_bytes and estimate_tokens(text) <= max_tokens:
+        return text, False
+    # shrink by bytes first, then by tokens, keeping whole lines where possible
+    limit = min(max_bytes, len(encoded))
+    cut = encoded[:limit].decode("utf-8", errors="ignore")
+    while cut and estimate_tokens(cut) > max_tokens:
+        cut = cut[: int(len(cut) * 0.8)]
+    nl = cut.rfind("\n")
+    if nl > len(cut) // 2:
+        cut = cut[: nl + 1]
+    return cut, True
+
+
+def _check_limits(max_bytes: int, max_tokens: int) -> None:
+    if not isinstance(max_bytes, int) or max_bytes < 1 or max_bytes > HARD_MAX_BYTES:
+        raise InvalidInput("max_bytes", f"must be an integer in 1..{HARD_MAX_BYTES}, got {max_bytes!r}")
+    if not isinstance(max_tokens, int) or max_tokens < 1:
+        raise InvalidInput("max_tokens", f"must be a positive integer, got {max_tokens!r}")
+
+
+def run_query(
+    data: bytes,
+    op: str,
+    *,
+    lines: int = 40,
+    start: int | None = None,
+    end: int | None = None,
+    unit: str = "lines",
+    pattern: str | None = None,
+    context: int = 0,
+    max_matches: int = 50,
+    ignore_case: bool = False,
+    max_bytes: int = 64_000,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    where: dict[str, Any] | None = None,
+    fields: list[str] | None = None,
+    path: str | None = None,
+    kind: str | None = None,
+) -> QueryResult:
+    """Apply one read operation to ``data``; raises InvalidInput naming the bad field."""
+    _check_limits(max_bytes, max_tokens)
+    text = decode(data)
+    if op == "outline":
+        return _outline(data, text, kind, max_bytes, max_tokens)
+    if op == "aggregate":
+        return _aggregate(data, text, pattern, ignore_case, max_matches, max_bytes, max_tokens)
+    if op == "jsonl":
+        return _jsonl(data, text, where, fields, path, max_matches, max_bytes, max_tokens)
+    if op == "grep":
+        return _grep(data, text, pattern, context, max_matches, ignore_case, max_bytes, max_tokens)
+    all_lines = text.splitlines(keepends=True)
+    total = len(all_lines)
+    if op == "raw":
+        body, cut = bound(text, max_bytes, max_tokens)
+        return _result(body, data, total, cut, "raw")
+    if op in ("head", "tail"):
+        if not isinstance(lines, int) or lines < 1:
+            raise InvalidInput("lines", f"must be a positive integer, got {lines!r}")
+        chosen = all_lines[:lines] if op == "head" else all_lines[-lines:]
+        body, cut = bound("".join(chosen), max_bytes, max_tokens)
+        return _result(body, data, total, cut or len(chosen) < total, op)
+    if op == "range":
+        return _range(data, text, all_lines, start, end, unit, max_bytes, max_tokens)
+    raise InvalidInput("op", f"unknown operation {op!r}", ", ".join(OPS))
+
+
+def _result(body: str, data: bytes, total: int, truncated: bool, op: str) -> QueryResult:
+    returned = body.count("\n") + (0 if body.endswith("\n") or not body else 1)
+    note = None
+    if truncated:
+        note = f"{op}: returned {returned} of {total} lines; ask for a range, grep, or a larger max_tokens"
+    return QueryResult(body, len(data), total, returned, truncated, note)
+
+
+def _range(
+    data: bytes, text: str, all_lines: list[str], start: int | None, end: int | None, unit: str,
+    max_bytes: int, max_tokens: int,
+) -> QueryResult:
+    if unit not in ("lines", "bytes"):
+        raise InvalidInput("unit", f"unknown unit {unit!r}", "lines, bytes")
+    if start is None:
+        raise InvalidInput("start", "range needs a start (1-based line, or 0-based byte offset)")
+    if not isinstance(start, int) or (end is not None and not isinstance(end, int)):
+        raise InvalidInput("start", "start and end must be integers")
+    if unit == "lines":
+        if start < 1:
+            raise InvalidInput("start", f"lines are 1-based, got {start}")
+        stop = len(all_lines) if end is None else end
+        if stop < start:
+            raise InvalidInput("end", f"end ({stop}) is before start ({start})")
+        chosen = all_lines[start - 1 : stop]
+        body, cut = bound("".join(chosen), max_bytes, max_tokens)
+        res = _result(body, data, len(all_lines), cut, "range")
+        res.extra = {"start": start, "end": min(stop, len(all_lines))}
+        return res
+    if start < 0:
+        raise InvalidInput("start", f"byte offsets start at 0, got {start}")
+    stop = len(data) if end is None else end
+    if stop < start:
+        raise InvalidInput("end", f"end ({stop}) is before start ({start})")
+    body, cut = bound(decode(data[start:stop]), max_bytes, max_tokens)
+    res = _result(body, data, len(all_lines), cut, "range")
+    res.extra = {"start": start, "end": min(stop, len(data)), "unit": "bytes"}
+    return res
+
+
+def compile_pattern(pattern: str | None, ignore_case: bool = False, field: str = "pattern") -> Any:
+    """Compile a caller's regex (the ``regex`` engine, so every scan can carry a timeout)."""
+    if not pattern:
+        raise InvalidInput(field, "needs a non-empty regular expression")
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise InvalidInput(field, f"pattern is {len(pattern)} chars; the limit is {MAX_PATTERN_CHARS}")
+    flags = regex.MULTILINE | (regex.IGNORECASE if ignore_case else 0)
+    try:
+        return regex.compile(pattern, flags)
+    except (regex.error, ValueError, OverflowError) as exc:
+        raise InvalidInput(field, f"invalid regular expression: {exc}") from exc
+
+
+def scan_lines(text: str, rx: Any, deadline: float, limit: int = 1_000_000) -> tuple[list[tuple[int, int, Any]], bool]:
+    """(line start, 1-based line number, match) for each line with a match, and whether the scan finished.
+
+    One engine scan over the whole text (no per-line Python loop), each search bounded by the
+    time left: a pattern that backtracks catastrophically stops at the deadline, never hangs.
+    """
+    out: list[tuple[int, int, Any]] = []
+    line_no = 1
+    counted_to = 0
+    line_end = -1  # end of the line of the last recorded match: later matches on it are skipped
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return out, False
+    try:
+        for m in rx.finditer(text, timeout=left):
+            if m.start() <= line_end:
+                continue
+            start = text.rfind("\n", 0, m.start()) + 1
+            line_no += text.count("\n", counted_to, start)
+            counted_to = start
+            out.append((start, line_no, m))
+            if len(out) >= limit:
+                return out, False
+            line_end = text.find("\n", m.start())
+            if line_end < 0:
+                break
+    except TimeoutError:
+        return out, False
+    return out, True
+
+
+def _line(text: str, start: int) -> str:
+    end = text.find("\n", start)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def _grep(
+    data: bytes, text: str, pattern: str | None, context: int, max_matches: int,
+    ignore_case: bool, max_bytes: int, max_tokens: int,
+) -> QueryResult:
+    rx = compile_pattern(pattern, ignore_case)
+    if not isinstance(context, int) or context < 0 or context > 50:
+        raise InvalidInput("context", f"must be an integer in 0..50, got {context!r}")
+    if not isinstance(max_matches, int) or max_matches < 1:
+        raise InvalidInput("max_matches", f"must be a positive integer, got {max_matches!r}")
+    deadline = time.perf_counter() + GREP_TIME_BUDGET_S
+    found, complete = scan_lines(text, rx, deadline)
+    total_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    hits = found[:max_matches]
+    shown: list[str] = []
+    if context == 0:
+        shown = [f"{no}:{_around(text, start, m, rx)}\n" for start, no, m in hits]
+    else:
+        all_lines = text.splitlines()
+        last = -1
+        for _, no, _m in hits:
+            i = no - 1
+            lo, hi = max(0, i - context), min(len(all_lines), i + context + 1)
+            if lo > last + 1 and shown:
+                shown.append("--\n")
+            for j in range(max(lo, last + 1), hi):
+                sep = ":" if j == i else "-"
+                shown.append(f"{j + 1}{sep}{_clip_line(all_lines[j])}\n")
+            last = hi - 1
+    body, cut = bound("".join(shown), max_bytes, max_tokens)
+    notes = []
+    if len(found) > len(hits):
+        notes.append(f"{len(found)}{'' if complete else '+'} matching lines, showing {len(hits)} (raise max_matches)")
+    if not complete:
+        notes.append(f"scan stopped after {GREP_TIME_BUDGET_S}s (pattern too costly); narrow the pattern")
+    if cut:
+        notes.append("output cut to max_tokens/max_bytes")
+    res = QueryResult(body, len(data), total_lines, len(hits), bool(notes), "; ".join(notes) or None)
+    res.extra = {"matches": len(found), "shown": len(hits), "complete": complete}
+    return res
+
+
+LONG_LINE = 400  # a longer matching line (minified JSON, a log blob) is shown around the match only
+AROUND = 160
+
+
+def _around(text: str, start: int, m: Any, rx: Any) -> str:
+    """The matching line, or for a long line windows around its first matches with their offsets."""
+    line = _line(text, start)
+    if len(line) <= LONG_LINE:
+        return line
+    spans: list[list[int]] = []
+    try:
+        for mm in rx.finditer(line, timeout=0.05):
+            lo, hi = max(0, mm.start() - AROUND), min(len(line), mm.end() + AROUND)
+            if spans and lo <= spans[-1][1]:
+                spans[-1][1] = hi
+            else:
+                if len(spans) >= 5:
+                    break
+                spans.append([lo, hi])
+    except TimeoutError:
+        pass
+    if not spans:  # the match spans a line break (e.g. \s+): show around where it starts
+        lo = max(0, m.start() - start - AROUND)
+        spans = [[lo, min(len(line), lo + 2 * AROUND)]]
+    parts = [f"{'…' if lo else ''}{line[lo:hi]}{'…' if hi < len(line) else ''}" for lo, hi in spans]
+    where = ", ".join(f"{lo}-{hi}" for lo, hi in spans)
+    return " ".join(parts) + f" [chars {where} of {len(line)}]"
+
+
+def _clip_line(line: str, n: int = 2_000) -> str:
+    return line if len(line) <= n else line[:n] + f"… (+{len(line) - n} chars)"
+
+
+def _outline(data: bytes, text: str, kind: str | None, max_bytes: int, max_tokens: int) -> QueryResult:
+    if kind is not None and kind not in KINDS:
+        raise InvalidInput("kind", f"unknown content kind {kind!r}", ", ".join(KINDS))
+    ol = build_outline(text, budget=min(max_tokens, 4_000), kind=kind)
+    body, cut = bound(ol.text, max_bytes, max_tokens)
+    total = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    res = QueryResult(body, len(data), total, body.count("\n") + 1, cut, None)
+    res.extra = {"kind": ol.kind, "recall": ol.hints}
+    return res
+
+
+_SIG_SUBS = (
+    (re.compile(r"0x[0-9a-fA-F]+"), "0x?"),
+    (re.compile(r"\b[0-9a-f]{7,64}\b"), "<hex>"),
+    (re.compile(r"(['\"]).*?\1"), "'…'"),
+    (re.compile(r"(?<=line )\d+|(?<=:)\d+(?=\b)"), "N"),
+    (re.compile(r"\d+(?:\.\d+)?"), "N"),
+    (re.compile(r"\s+"), " "),
+)
+_ERRORISH = re.compile(
+    r"(?:^|\s)E\s{2,}|\b\w*(?:Error|Exception)\b|\b(?:ERROR|FATAL|CRITICAL|FAILED|FAIL|panic)\b|error(?:\[\w+\])?:",
+)
+
+
+def error_signature(line: str) -> str:
+    """A line with its volatile parts (numbers, hex, quoted values) masked: one signature per error shape."""
+    sig = line.strip()
+    for rx, rep in _SIG_SUBS:
+        sig = rx.sub(rep, sig)
+    return sig[:200]
+
+
+def _aggregate(
+    data: bytes, text: str, pattern: str | None, ignore_case: bool, max_matches: int, max_bytes: int, max_tokens: int
+) -> QueryResult:
+    """Counts by pattern (distinct matches, or group 1), or distinct error signatures when no pattern."""
+    if not isinstance(max_matches, int) or max_matches < 1:
+        raise InvalidInput("max_matches", f"must be a positive integer, got {max_matches!r}")
+    deadline = time.perf_counter() + GREP_TIME_BUDGET_S
+    counts: Counter[str] = Counter()
+    first_line: dict[str, int] = {}
+    if pattern:
+        rx = compile_pattern(pattern, ignore_case)
+        found, complete = scan_lines(text, rx, deadline)
+        for start, no, m in found:
+            key = m.group(1) if m.re.groups and m.group(1) is not None else m.group(0)
+            key = key.strip()[:200] or _line(text, start).strip()[:200]
+            counts[key] += 1
+            first_line.setdefault(key, no)
+        what = f"lines matching {pattern!r}"
+    else:
+        found, complete = scan_lines(text, regex.compile(_ERRORISH.pattern, regex.MULTILINE), deadline)
+        for start, no, _m in found:
+            key = error_signature(_line(text, start))
+            counts[key] += 1
+            first_line.setdefault(key, no)
+        what = "error lines"
+    total = sum(counts.values())
+    rows = [f"{c:>6}  L{first_line[k]}  {k}\n" for k, c in counts.most_common(max_matches)]
+    head = f"{total}{'' if complete else '+'} {what}, {len(counts)} distinct\n"
+    body, cut = bound(head + "".join(rows), max_bytes, max_tokens)
+    n_lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+    notes = []
+    if len(counts) > max_matches:
+        notes.append(f"showing {max_matches} of {len(counts)} distinct (raise max_matches)")
+    if not complete:
+        notes.append(f"scan stopped after {GREP_TIME_BUDGET_S}s; counts are partial")
+    if cut:
+        notes.append("output cut to max_tokens/max_bytes")
+    res = QueryResult(body, len(data), n_lines, len(rows), bool(notes), "; ".join(notes) or None)
+    res.extra = {"matches": total, "distinct": len(counts), "complete": complete}
+    return res
+
+
+_MISSING = object()
+
+
+def field_path(record: Any, path: str) -> Any:
+    """``a.b.0.c`` into nested dicts and lists; a missing step gives the sentinel ``_MISSING``."""
+    cur = record
+    for part in path.split("."):
+        if isinstance(cur, dict):
+            if part not in cur:
+                return _MISSING
+            cur = cur[part]
+        elif isinstance(cur, list) and part.lstrip("-").isdigit():
+            i = int(part)
+            if not -len(cur) <= i < len(cur):
+                return _MISSING
+            cur = cur[i]
+        else:
+            return _MISSING
+    return cur
+
+
+def _equal(actual: Any, wanted: Any) -> bool:
+    if actual is _MISSING:
+        return False
+    if isinstance(wanted, str) and not isinstance(actual, str):
+        return json.dumps(actual) == wanted or str(actual) == wanted
+    return bool(actual == wanted)
+
+
+def _records(text: str, path: str | None) -> tuple[list[Any], int]:
+    """Records of a JSONL text, or of the list at ``path`` in a JSON document; and the bad-line count."""
+    stripped = text.lstrip()
+    if stripped.startswith("[") or (stripped.startswith("{") and path):
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            doc = _MISSING
+        if doc is not _MISSING:
+            target = field_path(doc, path) if path else doc
+            if target is _MISSING:
+                raise InvalidInput("path", f"{path!r} is not in this JSON document")
+            if not isinstance(target, list):
+                raise InvalidInput("path", f"{path or 'the document'} is a {type(target).__name__}, not a list")
+            return target[:MAX_JSONL_RECORDS], 0
+    out: list[Any] = []
+    bad = 0
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            bad += 1
+        if len(out) >= MAX_JSONL_RECORDS:
+            break
+    return out, bad
+
+
+def _jsonl(
+    data: bytes, text: str, where: dict[str, Any] | None, fields: list[str] | None, path: str | None,
+    max_matches: int, max_bytes: int, max_tokens: int,
+) -> QueryResult:
+    """Filter records by field-path equality (``where``) and project ``fields``."""
+    if where is not None and not isinstance(where, dict):
+        raise InvalidInput("where", "must be an object of {field.path: value}")
+    if fields is not None and (not isinstance(fields, list) or not all(isinstance(f, str) and f for f in fields)):
+        raise InvalidInput("fields", "must be a list of field paths such as ['id', 'user.name']")
+    if not isinstance(max_matches, int) or max_matches < 1:
+        raise InvalidInput("max_matches", f"must be a positive integer, got {max_matches!r}")
+    records, bad = _records(text, path)
+    hits = 0
+    shown: list[str] = []
+    for rec in records:
+        if where and not all(_equal(field_path(rec, k), v) for k, v in where.items()):
+            continue
+        hits += 1
+        if len(shown) >= max_matches:
+            continue
+        if fields:
+            proj = {f: field_path(rec, f) for f in fields}
+            rec = {k: v for k, v in proj.items() if v is not _MISSING}
+        shown.append(json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n")
+    body, cut = bound("".join(shown), max_bytes, max_tokens)
+    notes = []
+    if hits > len(shown):
+        notes.append(f"{hits} records match, showing {len(shown)} (raise max_matches)")
+    if bad:
+        notes.append(f"{bad} lines were not JSON and were skipped")
+    if cut:
+        notes.append("output cut to max_tokens/max_bytes")
+    res = QueryResult(body, len(data), len(records), len(shown), bool(notes), "; ".join(notes) or None)
+    res.extra = {"records": len(records), "matches": hits, "shown": len(shown)}
+    return res

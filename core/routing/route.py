@@ -1,0 +1,604 @@
+"""Rank policies for a prompt: lexical + semantic scorers over the routing surface, fused by rank.
+
+Two scorers rank every document by its routing surface (the trigger line or
+description, plus its title and name):
+
+* lexical: TF-IDF cosine over stemmed content words (stop-words removed), so
+  ``deploying`` meets ``deployment``;
+* semantic: cosine between the prompt and the surface, taking the best of the
+  whole surface and each of its phrases (a trigger line usually lists several
+  situations; a prompt matches one of them, and the whole-line vector dilutes it).
+
+The rankings are fused by reciprocal rank (``1 / (k + rank)``), which is
+scale-free: TF-IDF and embedding cosines share no scale. Whether to route at
+all is NOT decided here: ``bosun.core.routing.abstain`` decides it from the raw scores.
+
+Evidence (``why``) is what a person can dismiss at a glance: the prompt's
+content words that matched the surface, and the nearest surface phrase.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
+
+from bosun.core.embedding import Embedder, Vectors
+from bosun.core.routing.abstain import OperatingPoint, admissible, candidate_features, probability
+from bosun.core.routing.background import BACKGROUND
+from bosun.core.routing.corpus import Policy
+
+RRF_K = 60
+
+# prompt filler that carries no topic: requests, modal verbs, pronoun-ish words
+_EXTRA_STOP = {
+    "please", "want", "wants", "need", "needs", "help", "make", "use", "using", "used", "like", "just", "ok",
+    "okay", "let", "lets", "going", "gonna", "sure", "thing", "things", "way", "ways", "know", "tell", "think",
+    "really", "good", "new", "trying", "try", "able", "also", "hey", "hi", "thanks", "thank", "im",
+    "ive", "dont", "doesnt", "youre", "whats", "hows", "best", "right", "work", "working", "look", "looking",
+    "doing", "did", "does", "got", "getting", "set", "lot", "bit", "stuff", "should", "would", "could",
+    "can", "will", "shall", "may", "might", "must", "agent", "agents", "when", "before", "after",
+}
+STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | frozenset(_EXTRA_STOP)
+_WORD = re.compile(r"[a-z0-9][a-z0-9+#]*(?:'[a-z]+)?")
+_PHRASE_SPLIT = re.compile(r"\s*(?:[;,:!?()]|\.\s|\s[-\u2013\u2014]\s)\s*")
+_DOUBLE = re.compile(r"([b-df-hj-km-np-rtv-z])\1$")
+
+
+def stem(word: str) -> str:
+    """A small suffix stripper: enough that deploy/deploying/deployment meet."""
+    w = word
+    if len(w) <= 3:
+        return w
+    if w.endswith("ies") and len(w) > 4:
+        w = w[:-3] + "y"
+    elif w.endswith("sses"):
+        w = w[:-2]
+    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
+        w = w[:-1]
+    for suffix, repl in (("ational", "ate"), ("ization", "ize"), ("ation", "ate"), ("ments", ""), ("ment", ""),
+                         ("ness", ""), ("ing", ""), ("ed", ""), ("ers", ""), ("er", ""), ("ly", ""), ("e", "")):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: len(w) - len(suffix)] + repl
+            if suffix in ("ing", "ed", "er", "ers") and _DOUBLE.search(w) and not w.endswith(("ll", "ss", "zz")):
+                w = w[:-1]
+            if repl == "ate":
+                w = w[:-1]  # migrate / migration / migrating all end as "migrat"
+            break
+    return w
+
+
+# engineering shorthand a prompt uses and a policy spells out (lexical side only; the model knows them)
+ABBREVIATIONS = {
+    "prod": ("production",), "pr": ("pull", "request"), "prs": ("pull", "requests"), "db": ("database",),
+    "dbs": ("databases",), "repo": ("repository",), "repos": ("repositories",), "config": ("configuration",),
+    "env": ("environment",), "envs": ("environments",), "deps": ("dependencies",), "dep": ("dependency",),
+    "auth": ("authentication",), "k8s": ("kubernetes",), "infra": ("infrastructure",), "perf": ("performance",),
+    "creds": ("credentials",), "pwd": ("password",), "ui": ("user", "interface"), "a11y": ("accessibility",),
+    "pii": ("personal", "data"), "iam": ("identity", "access"),
+}
+
+
+def content_words(text: str) -> list[tuple[str, str]]:
+    """(original word, stem) pairs for the words that carry topic (shorthand expanded)."""
+    out = []
+    for m in _WORD.finditer(text.lower()):
+        word = m.group(0).replace("'", "")
+        if word in STOP_WORDS or len(word) < 2 or word.isdigit():
+            continue
+        out.append((word, stem(word)))
+        for full in ABBREVIATIONS.get(word, ()):
+            if full != word and full not in STOP_WORDS:
+                out.append((word, stem(full)))
+    return out
+
+
+def analyze(text: str) -> list[str]:
+    """The TF-IDF analyzer: stemmed content words."""
+    return [s for _, s in content_words(text)]
+
+
+def humanise_name(name: str) -> str:
+    """'deploy-policy' -> 'deploy policy'; CamelCase split too."""
+    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+    return re.sub(r"[-_.]+", " ", spaced).strip()
+
+
+def surface_phrases(policy: Policy) -> list[str]:
+    """The phrases the semantic scorer compares against: whole surface, its parts, the title."""
+    phrases = [policy.surface]
+    parts = [p.strip() for p in _PHRASE_SPLIT.split(policy.surface) if p and p.strip()]
+    parts = [p for p in parts if len(analyze(p)) >= 2]  # one-word fragments are poor evidence
+    if len(parts) > 1:
+        phrases.extend(parts)
+    if policy.title and policy.title.lower() != policy.surface.lower():
+        phrases.append(policy.title)
+    seen: set[str] = set()
+    unique = []
+    for p in phrases:
+        key = p.lower()
+        if key not in seen:
+            seen.add(key)
+            unique.append(p)
+    return unique[:32]
+
+
+def lexical_text(policy: Policy) -> str:
+    return f"{policy.surface} {policy.title} {humanise_name(policy.name)}"
+
+
+_META_LINE = re.compile(r"^\s*[-*]?\s*\*\*[A-Za-z][A-Za-z -]*:?\*\*:?")
+_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+MAX_CHUNKS = 40
+
+
+def body_chunks(policy: Policy) -> list[str]:
+    """The body's paragraphs and list items (metadata, title and bare headings dropped), capped."""
+    from bosun.core.routing.corpus import split_front_matter
+
+    _, body = split_front_matter(policy.text)
+    surface = " ".join(policy.surface.lower().split())
+    chunks: list[str] = []
+    current: list[str] = []
+
+    def flush() -> None:
+        if current:
+            text = " ".join(" ".join(current).split())
+            if text and len(analyze(text)) >= 2 and text.lower() not in surface:
+                chunks.append(text[:400])
+            current.clear()
+
+    for line in body.split("\n"):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or stripped.startswith("```") or _META_LINE.match(stripped):
+            flush()
+            continue
+        if _ITEM.match(stripped):
+            flush()
+            stripped = _ITEM.sub("", stripped)
+        current.append(stripped)
+    flush()
+    return list(dict.fromkeys(chunks))[:MAX_CHUNKS]
+
+
+def texts_to_embed(policies: Sequence[Policy]) -> list[str]:
+    """Every text whose vector the index needs (the server embeds them through its cache)."""
+    out: list[str] = []
+    for p in policies:
+        out.extend(surface_phrases(p))
+        out.extend(body_chunks(p))
+    if policies:
+        out.extend(BACKGROUND)  # scored once per build: each document's background (see background.py)
+    return out
+
+
+@dataclass
+class Rows:
+    """Vectors of many short texts, each owned by one document (grouped by owner)."""
+
+    vecs: Vectors
+    text: list[str]
+    owner: npt.NDArray[np.int64]
+    docs: npt.NDArray[np.int64]  # docs with at least one row, ascending
+    starts: npt.NDArray[np.int64]  # first row of each of those docs
+
+    @classmethod
+    def build(cls, groups: list[list[str]], vectors: dict[str, npt.NDArray[np.float32]], dim: int) -> Rows:
+        text: list[str] = []
+        owner: list[int] = []
+        docs: list[int] = []
+        starts: list[int] = []
+        for i, group in enumerate(groups):
+            if group:
+                docs.append(i)
+                starts.append(len(text))
+            for t in group:
+                text.append(t)
+                owner.append(i)
+        vecs = np.vstack([vectors[t] for t in text]).astype(np.float32) if text else np.zeros((0, dim), np.float32)
+        return cls(vecs, text, np.asarray(owner, np.int64), np.asarray(docs, np.int64), np.asarray(starts, np.int64))
+
+    def best_of(self, row_scores: npt.NDArray[np.float32], n_docs: int) -> npt.NDArray[np.float32]:
+        """Per doc: the best of its rows' scores (0 for docs without rows)."""
+        best = np.zeros(n_docs, np.float32)
+        if row_scores.shape[0]:
+            best[self.docs] = np.maximum.reduceat(row_scores, self.starts)
+        return best
+
+    def best(self, qvec: npt.NDArray[np.float32], n_docs: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
+        """Per doc: the best row cosine (0 for docs without rows) and that row's index (-1)."""
+        best = np.zeros(n_docs, np.float32)
+        which = np.full(n_docs, -1, np.int64)
+        if self.vecs.shape[0] == 0:
+            return best, which
+        sims = self.vecs @ qvec.astype(np.float32).ravel()
+        per = np.maximum.reduceat(sims, self.starts)
+        best[self.docs] = per
+        rows = np.flatnonzero(sims >= best[self.owner] - 1e-7)
+        owners = self.owner[rows]
+        which[owners[::-1]] = rows[::-1]
+        return best, which
+
+
+def _fit_tfidf(docs: list[str]) -> tuple[TfidfVectorizer | None, Any]:
+    """The fitted vectorizer and (CSR rows for evidence, CSC columns for scoring)."""
+    if not docs or not any(analyze(d) for d in docs):
+        return None, None
+    vec = TfidfVectorizer(analyzer=analyze, sublinear_tf=True, norm="l2", dtype=np.float32)
+    m = vec.fit_transform(docs)
+    return vec, (m.tocsr(), m.tocsc())
+
+
+@dataclass
+class PolicyIndex:
+    """The warm index over one corpus: built once, scored per prompt in a few ms."""
+
+    policies: list[Policy]
+    vectorizer: TfidfVectorizer | None
+    lex_matrix: Any  # (CSR, CSC) of the sparse [n_docs, vocab] TF-IDF, rows L2-normalised
+    body_vectorizer: TfidfVectorizer | None
+    body_matrix: Any
+    phrases: Rows  # surface phrases; each doc's first row is its whole surface
+    chunks: Rows  # body paragraphs and list items
+    model_id: str
+    # TF-IDF over single body chunks: ranks by the best-matching paragraph, whatever the body's length
+    chunk_vectorizer: TfidfVectorizer | None = None
+    chunk_matrix: Any = None
+    # each document's semantic score over BACKGROUND prompts: mean and spread (bg_z reads them)
+    bg_mean: npt.NDArray[np.float32] | None = None
+    bg_sd: npt.NDArray[np.float32] | None = None
+    bg_vecs: npt.NDArray[np.float32] | None = None  # the background prompts themselves [n_background, dim]
+    by_name: dict[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.by_name = {p.name: i for i, p in enumerate(self.policies)}
+
+    def __len__(self) -> int:
+        return len(self.policies)
+
+    def surface_vectors(self) -> Vectors:
+        """One vector per document: its whole routing surface."""
+        return self.phrases.vecs[self.phrases.starts] if len(self) else self.phrases.vecs
+
+
+def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.float32]], model_id: str) -> PolicyIndex:
+    """Fit TF-IDF and gather vectors (``vectors`` maps each text of ``texts_to_embed``)."""
+    pols = list(policies)
+    dim = next(iter(vectors.values())).shape[0] if vectors else 1
+    phrases = Rows.build([surface_phrases(p) for p in pols], vectors, dim)
+    chunk_groups = [body_chunks(p) for p in pols]
+    chunks = Rows.build(chunk_groups, vectors, dim)
+    vectorizer, matrix = _fit_tfidf([lexical_text(p) for p in pols])
+    body_vectorizer, body_matrix = _fit_tfidf([" ".join(g) for g in chunk_groups])
+    chunk_vectorizer, chunk_matrix = _fit_tfidf(chunks.text)
+    index = PolicyIndex(pols, vectorizer, matrix, body_vectorizer, body_matrix, phrases, chunks, model_id,
+                        chunk_vectorizer, chunk_matrix)
+    bg = [vectors[t] for t in BACKGROUND if t in vectors]
+    if pols and bg:
+        sims = background_scores(index, np.vstack(bg).astype(np.float32))  # [n_background, n_docs]
+        index.bg_mean = sims.mean(axis=0).astype(np.float32)
+        # a floor on the spread: a document that every background prompt scores alike must not
+        # turn a small lift into a huge z
+        index.bg_sd = np.maximum(sims.std(axis=0), BG_SD_FLOOR).astype(np.float32)
+        index.bg_vecs = np.vstack(bg).astype(np.float32)
+    return index
+
+
+BG_SD_FLOOR = 0.03
+
+
+def background_scores(index: PolicyIndex, bg: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+    """The surface semantic score (as ``score`` computes it) of every background prompt on every document.
+
+    One matrix product for all prompts: at 6,000 documents (~30,000 phrases) this is tens of ms per build.
+    """
+    n = len(index)
+    out = np.zeros((bg.shape[0], n), np.float32)
+    if index.phrases.vecs.shape[0] == 0:
+        return out
+    sims = index.phrases.vecs @ bg.T  # [n_phrases, n_background]
+    best = np.zeros((n, bg.shape[0]), np.float32)
+    best[index.phrases.docs] = np.maximum.reduceat(sims, index.phrases.starts, axis=0)
+    whole = sims[index.phrases.starts]  # each document's first phrase is its whole surface
+    mixed = np.zeros((n, bg.shape[0]), np.float32)
+    mixed[index.phrases.docs] = PHRASE_MIX * best[index.phrases.docs] + (1.0 - PHRASE_MIX) * whole
+    return mixed.T.astype(np.float32)
+
+
+@dataclass
+class Scores:
+    """Raw per-document scores for one prompt (the abstention decision reads them)."""
+
+    lexical: npt.NDArray[np.float32]  # surface TF-IDF cosine in [0, 1]
+    semantic: npt.NDArray[np.float32]  # surface cosine: mean of whole-surface and best-phrase cosines
+    body_lexical: npt.NDArray[np.float32]  # whole-body TF-IDF cosine (a decision feature)
+    body_semantic: npt.NDArray[np.float32]  # best body chunk cosine
+    nearest_phrase: npt.NDArray[np.int64]  # phrase row of each doc's best phrase
+    nearest_chunk: npt.NDArray[np.int64]
+    fused: npt.NDArray[np.float64]  # reciprocal-rank fusion
+    order: npt.NDArray[np.int64]  # doc indices by fused score, best first
+    bg_z: npt.NDArray[np.float32] | None = None  # semantic z against each document's own background
+    words: npt.NDArray[np.float32] | None = None  # most distinct prompt content stems co-occurring in one place
+    bg_near: float | None = None  # the prompt's cosine to its nearest background prompt
+    mention: npt.NDArray[np.bool_] | None = None  # shares words only with the prompt's quoted text
+    body_words: npt.NDArray[np.float32] | None = None  # as words, but any body paragraph counts (>= 1 word)
+
+
+def _tfidf_scores(vectorizer: TfidfVectorizer | None, matrix: Any, prompt: str, n: int) -> npt.NDArray[np.float32]:
+    """Cosine of the prompt's TF-IDF vector with every row, without sklearn's per-call validation.
+
+    Same numbers as ``matrix @ vectorizer.transform([prompt]).T`` (sublinear tf, fitted idf, L2 over
+    in-vocabulary terms; tested), at a fraction of the cost: a prompt has a handful of terms.
+    """
+    if vectorizer is None or n == 0:
+        return np.zeros(n, np.float32)
+    vocab = vectorizer.vocabulary_
+    idf = vectorizer.idf_
+    counts: dict[int, int] = {}
+    for term in analyze(prompt):
+        col = vocab.get(term)
+        if col is not None:
+            counts[col] = counts.get(col, 0) + 1
+    if not counts:
+        return np.zeros(n, np.float32)
+    cols = np.fromiter(counts, dtype=np.int64, count=len(counts))
+    weights = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) * idf[cols]
+    weights /= np.linalg.norm(weights)
+    csc = matrix[1]
+    return np.asarray(csc[:, cols] @ weights, dtype=np.float32).ravel()
+
+
+def lexical_scores(index: PolicyIndex, prompt: str) -> npt.NDArray[np.float32]:
+    return _tfidf_scores(index.vectorizer, index.lex_matrix, prompt, len(index))
+
+
+def rrf(rankings: Sequence[npt.NDArray[np.float32]], k: int = RRF_K, admit: Sequence[float] = (),
+        weights: Sequence[float] = ()) -> npt.NDArray[np.float64]:
+    """Weighted reciprocal-rank fusion; a score <= its admit floor contributes nothing."""
+    n = len(rankings[0]) if rankings else 0
+    fused = np.zeros(n, np.float64)
+    for j, scores in enumerate(rankings):
+        floor = admit[j] if j < len(admit) else -np.inf
+        weight = weights[j] if j < len(weights) else 1.0
+        order = np.argsort(-scores, kind="stable")
+        ranks = np.empty(n, np.int64)
+        ranks[order] = np.arange(1, n + 1)
+        contrib = weight / (k + ranks)
+        contrib[scores <= floor] = 0.0
+        fused += contrib
+    return fused
+
+
+BODY_WEIGHT = 0.5  # body evidence ranks, but a surface match counts double
+LEXICAL_WEIGHT = 1.0
+PHRASE_MIX = 0.5  # semantic score = mix of best-phrase and whole-surface cosine
+
+
+def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None, k: int = RRF_K,
+          use_lexical: bool = True, use_semantic: bool = True, body_weight: float = BODY_WEIGHT,
+          lexical_weight: float = LEXICAL_WEIGHT) -> Scores:
+    """Score every document; ``qvec`` None (or use_semantic False) is lexical-only."""
+    n = len(index)
+    zeros = np.zeros(n, np.float32)
+    none = np.full(n, -1, np.int64)
+    lex = lexical_scores(index, prompt) if use_lexical else zeros
+    blex = _tfidf_scores(index.body_vectorizer, index.body_matrix, prompt, n) if use_lexical else zeros
+    clex = index.chunks.best_of(
+        _tfidf_scores(index.chunk_vectorizer, index.chunk_matrix, prompt, len(index.chunks.text)), n
+    ) if use_lexical else zeros
+    semantic = qvec is not None and use_semantic
+    if semantic:
+        assert qvec is not None
+        best, nearest = index.phrases.best(qvec, n)
+        whole = index.surface_vectors() @ qvec.astype(np.float32).ravel() if n else zeros
+        sem = (PHRASE_MIX * best + (1.0 - PHRASE_MIX) * whole).astype(np.float32)
+        bsem, nchunk = index.chunks.best(qvec, n)
+    else:
+        sem, nearest, bsem, nchunk = zeros, none, zeros, none
+    lists: list[npt.NDArray[np.float32]] = []
+    floors: list[float] = []
+    weights: list[float] = []
+    if use_lexical:
+        lists += [lex, clex]
+        floors += [0.0, 0.0]  # a document sharing no content word gets no lexical vote
+        weights += [lexical_weight, lexical_weight * body_weight]
+    if semantic:
+        lists += [sem, bsem]
+        floors += [-np.inf, 0.0]
+        weights += [1.0, body_weight]
+    fused = rrf(lists, k, floors, weights) if lists else np.zeros(n)
+    order = np.lexsort((-lex.astype(np.float64), -sem.astype(np.float64), -fused)).astype(np.int64)
+    bg_z = None
+    if semantic and index.bg_mean is not None and index.bg_sd is not None:
+        bg_z = ((sem - index.bg_mean) / index.bg_sd).astype(np.float32)
+    bg_near = None
+    if semantic and index.bg_vecs is not None:
+        assert qvec is not None
+        bg_near = float((index.bg_vecs @ qvec.astype(np.float32).ravel()).max())
+    words, body_words = matched_counts_pair(index, prompt) if use_lexical else (zeros, zeros)
+    mention = mention_only(index, prompt) if use_lexical else None
+    return Scores(lex, sem, blex, bsem, nearest, nchunk, fused, order, bg_z, words, bg_near, mention, body_words)
+
+
+# text in quotation marks is mentioned, not used: "Translate 'rate limit' into German" asks about words,
+# it does not limit any rate. An opening mark follows the start, a space or a bracket (so "it's" and
+# "Sam's" are not quotes); backticks are not included: `dark_mode` is code, the subject itself.
+_QUOTED = re.compile(r"""(?:(?<=^)|(?<=[\s(\[:]))(?:'([^'\n]+)'|"([^"\n]+)"|‘([^’\n]+)’|“([^”\n]+)”)(?=[\s.,;:!?)\]]|$)""")
+
+
+def split_quoted(prompt: str) -> tuple[str, str]:
+    """(the prompt with quoted spans blanked, the quoted spans joined)."""
+    quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(prompt)]
+    return (_QUOTED.sub(" ", prompt), " ".join(quoted)) if quoted else (prompt, "")
+
+
+# co-occurring content words needed in one body paragraph to count as corroboration: a paragraph
+# mentions many things ("model" and "running" share a sentence of an ML policy), the routing surface
+# is the author's statement of the situation, where two words suffice
+BODY_COOCCUR = 3
+
+
+def matched_counts(index: PolicyIndex, prompt: str, body_min: int = BODY_COOCCUR) -> npt.NDArray[np.float32]:
+    """Per document: the most distinct content stems of the prompt found together in one place.
+
+    A place is the routing surface (with title and name), where two words count, or one body
+    paragraph, where ``body_min`` (``BODY_COOCCUR``) must. One shared word is weak evidence (every
+    everyday request shares one with some policy), and a few words scattered across a three-page
+    body are not much better. Words inside quotation marks are not counted (see ``split_quoted``).
+    """
+    return matched_counts_pair(index, prompt, body_min)[0]
+
+
+def matched_counts_pair(index: PolicyIndex, prompt: str, body_min: int = BODY_COOCCUR
+                        ) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """(``matched_counts`` with ``body_min``, the same with any body paragraph counting) in one pass."""
+    n = len(index)
+    stems = sorted({st for _, st in content_words(split_quoted(prompt)[0])})
+    if n == 0 or not stems:
+        return np.zeros(n, np.float32), np.zeros(n, np.float32)
+    surf = np.zeros((n, len(stems)), bool)
+    if index.vectorizer is not None:
+        for j, st in enumerate(stems):
+            col = index.vectorizer.vocabulary_.get(st)
+            if col is not None:
+                surf[_column_rows(index.lex_matrix[1], col), j] = True
+    best = surf.sum(axis=1).astype(np.float32)
+    any_body = best.copy()
+    n_chunks = len(index.chunks.text)
+    if index.chunk_vectorizer is not None and n_chunks:
+        chunk = np.zeros((n_chunks, len(stems)), bool)
+        for j, st in enumerate(stems):
+            col = index.chunk_vectorizer.vocabulary_.get(st)
+            if col is not None:
+                chunk[_column_rows(index.chunk_matrix[1], col), j] = True
+        in_chunk = chunk.sum(axis=1).astype(np.float32)
+        any_body = np.maximum(any_body, index.chunks.best_of(in_chunk, n))
+        in_chunk[in_chunk < body_min] = 0.0
+        best = np.maximum(best, index.chunks.best_of(in_chunk, n))
+    return best, any_body
+
+
+def mention_only(index: PolicyIndex, prompt: str) -> npt.NDArray[np.bool_]:
+    """Per document: True when it shares content words with the prompt's quoted text and none with the rest.
+
+    The embedding of such a prompt is pulled toward the quoted words, so its semantic score says
+    nothing about the request itself; the corroboration gate rejects these candidates.
+    """
+    n = len(index)
+    used, quoted = split_quoted(prompt)
+    if not quoted or n == 0:
+        return np.zeros(n, bool)
+    return (_surface_or_body_hits(index, quoted) > 0) & (_surface_or_body_hits(index, used) == 0)
+
+
+def _surface_or_body_hits(index: PolicyIndex, text: str) -> npt.NDArray[np.float32]:
+    """Per document: distinct content stems of ``text`` occurring in its surface or anywhere in its body."""
+    n = len(index)
+    out = np.zeros(n, np.float32)
+    for st in {st for _, st in content_words(text)}:
+        hit = np.zeros(n, bool)
+        if index.vectorizer is not None and (col := index.vectorizer.vocabulary_.get(st)) is not None:
+            hit[_column_rows(index.lex_matrix[1], col)] = True
+        if index.chunk_vectorizer is not None and (col := index.chunk_vectorizer.vocabulary_.get(st)) is not None:
+            hit[index.chunks.owner[_column_rows(index.chunk_matrix[1], col)]] = True
+        out += hit
+    return out
+
+
+def _column_rows(csc: Any, col: int) -> npt.NDArray[np.int32]:
+    """Rows with a nonzero in one CSC column, without building a sliced matrix (that costs ~30 us)."""
+    return csc.indices[csc.indptr[col] : csc.indptr[col + 1]]  # type: ignore[no-any-return]
+
+
+def decision_features(sc: Scores, doc: int) -> dict[str, float]:
+    """The abstention model's signals for one candidate document."""
+    feats = candidate_features(sc.lexical, sc.semantic, doc, sc.body_semantic, sc.body_lexical, sc.bg_z, sc.words,
+                               sc.bg_near)
+    feats["mention"] = 1.0 if sc.mention is not None and bool(sc.mention[doc]) else 0.0
+    # two words together in one body paragraph only: weaker than the surface, see admissible()
+    feats["pair"] = 1.0 if sc.body_words is not None and float(sc.body_words[doc]) >= 2 else 0.0
+    return feats
+
+
+def matched_words(index: PolicyIndex, doc: int, prompt: str, limit: int = 6) -> list[str]:
+    """The prompt's content words whose stems occur in the document's surface, most specific first."""
+    if index.vectorizer is None:
+        return []
+    vocab = index.vectorizer.vocabulary_
+    row = index.lex_matrix[0][doc]
+    present = dict(zip(row.indices.tolist(), row.data.tolist(), strict=True))
+    found: dict[str, float] = {}
+    for word, st in content_words(prompt):
+        col = vocab.get(st)
+        if col is not None and col in present and word not in found:
+            found[word] = present[col]
+    return [w for w, _ in sorted(found.items(), key=lambda kv: -kv[1])][:limit]
+
+
+def nearest_phrase(index: PolicyIndex, scores: Scores, doc: int) -> str:
+    row = int(scores.nearest_phrase[doc])
+    return index.phrases.text[row] if row >= 0 else ""
+
+
+@dataclass
+class Hit:
+    """One routed document: a surface name and dismissible evidence, never rule text."""
+
+    name: str
+    score: float  # relevance probability from the abstention model, [0, 1]
+    why: list[str]
+    lexical: float
+    semantic: float
+    requires: tuple[str, ...] = ()  # Depends-on / Requires: documents to read with this one
+
+    def as_dict(self) -> dict[str, object]:
+        out: dict[str, object] = {"name": self.name, "score": round(self.score, 3), "why": self.why}
+        if self.requires:
+            out["requires"] = list(self.requires)
+        return out
+
+
+@dataclass
+class RouteResult:
+    hits: list[Hit]
+    abstained: bool
+    best_rejected: float  # highest probability among candidates not routed (0 when none)
+
+
+def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None, op: OperatingPoint,
+          top_k: int | None = None, use_lexical: bool = True, use_semantic: bool = True,
+          threshold: float | None = None, solo_bg_z: float | None = None) -> RouteResult:
+    """Rank, then admit the fused-order candidates the relevance decision accepts (at most top_k)."""
+    k = op.top_k if top_k is None else top_k
+    thr = op.threshold if threshold is None else threshold
+    if len(index) == 0 or k <= 0:
+        return RouteResult([], True, 0.0)
+    sc = score(index, prompt, qvec, op.rrf_k, use_lexical, use_semantic)
+    hits: list[Hit] = []
+    rejected = 0.0
+    for doc in sc.order[: k + 1].tolist():
+        feats = decision_features(sc, doc)
+        p = probability(op, feats)
+        if not admissible(op, feats, p, thr, solo_bg_z) or len(hits) >= k:
+            rejected = max(rejected, p)
+            continue
+        why = [f"matched: {', '.join(w)}" for w in [matched_words(index, doc, prompt)] if w]
+        phrase = nearest_phrase(index, sc, doc)
+        if phrase and use_semantic and qvec is not None:
+            why.append(f"nearest: \"{phrase}\" ({float(sc.semantic[doc]):.2f})")
+        pol = index.policies[doc]
+        needs = tuple(dict.fromkeys(n for n in (*pol.depends_on, *pol.requires) if n in index.by_name))
+        hits.append(Hit(pol.name, p, why, float(sc.lexical[doc]), float(sc.semantic[doc]), needs))
+    return RouteResult(hits, not hits, rejected)
+
+
+def build_index_with(policies: Sequence[Policy], embedder: Embedder) -> PolicyIndex:
+    """Synchronous build for the eval CLI and benches: embed every surface phrase, then index."""
+    texts = list(dict.fromkeys(texts_to_embed(policies)))
+    vecs = embedder.embed(texts) if texts else np.zeros((0, embedder.dimension()), np.float32)
+    return build_index(policies, dict(zip(texts, vecs, strict=True)), embedder.model_id())

@@ -1,0 +1,1 @@
+"""Selection: which candidate snippets fit a token budget, useful to the goal and not redundant."""

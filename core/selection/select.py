@@ -1,0 +1,529 @@
+"""select_context: the candidates that fit a token budget, useful and not redundant.
+
+Every strategy is iterative: each pick joins the context before the rest are
+re-scored, and packing is in estimated model tokens (the caller passes each
+candidate's token count). Similarities are computed once per call as numpy
+matrices; an iteration is a few vector operations over the remaining pool.
+
+Strategies
+- ``baseline``: similarity to the goal only (the control psi-loop compares against).
+- ``psi0``: psi-loop's rule, value x novelty, with its near-tie value priority
+  (``NEAR_TIE_EPSILON``). Value is the dense cosine to the goal; novelty is one
+  minus the similarity to the *nearest* context or selected item (psi-loop used
+  the context centroid, under which a copy of one of many context items still
+  looks novel).
+- ``mmr``: maximal marginal relevance, ``lambda * relevance - (1 - lambda) * max similarity``.
+- ``hybrid`` (the default, measured best in bench/select_eval.py): relevance mixes the
+  dense cosine with the IDF-weighted share of the goal's terms a candidate holds
+  (names and numbers survive); goal terms already covered by the context or a pick
+  weigh less (coverage, a greedy set cover); a candidate whose subject (its first
+  distinct terms) a pick names gains (multi-hop: the bridge entity); similarity to
+  the context or a pick beyond a threshold is a penalty (redundancy).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal, cast
+
+import numpy as np
+import numpy.typing as npt
+
+from bosun.core.errors import InvalidInput
+from bosun.core.selection.lexical import view_of
+
+Strategy = Literal["hybrid", "psi0", "mmr", "baseline"]
+STRATEGIES: tuple[str, ...] = ("hybrid", "psi0", "mmr", "baseline")
+DEFAULT_STRATEGY: Strategy = "hybrid"
+NEAR_TIE_EPSILON = 0.01  # psi-loop: scores closer than this are a tie, and the more valuable wins
+Reason = Literal["redundant", "over_budget", "irrelevant"]
+
+F32 = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class Params:
+    """Knobs of the strategies; the defaults are the ones bench/select_eval.py reports."""
+
+    mmr_lambda: float = 0.7
+    redundancy_threshold: float = 0.95  # max similarity at or above which an item is a duplicate
+    min_relevance: float = 0.0  # relevance below this is irrelevant and never selected
+    max_items: int | None = None
+    # hybrid
+    lexical_weight: float = 0.7  # share of the lexical signal in relevance
+    lexical: str = "recall"  # "recall": IDF share of the goal's terms a candidate holds; "cosine": TF-IDF cosine
+    coverage: float = 0.8  # how much a covered goal term loses
+    hop_weight: float = 0.2  # weight of the link from a pick to a candidate's subject (multi-hop)
+    hop_head_terms: int = 3  # a candidate's first distinct terms: what it is about
+    overlap_threshold: float = 0.6  # similarity to context beyond which hybrid penalises (and "redundant" is said)
+    overlap_penalty: float = 4.0
+
+    @property
+    def one_minus_lambda(self) -> float:
+        return 1.0 - self.mmr_lambda
+
+    def check(self) -> None:
+        if not 0.0 <= self.mmr_lambda <= 1.0:
+            raise InvalidInput("mmr_lambda", f"{self.mmr_lambda} is out of range", "a number in [0, 1]")
+        if not 0.0 < self.redundancy_threshold <= 1.0001:
+            raise InvalidInput("redundancy_threshold", f"{self.redundancy_threshold} is out of range", "(0, 1]")
+        if self.lexical not in ("recall", "cosine"):
+            raise InvalidInput("lexical", f"unknown lexical signal {self.lexical!r}", "recall, cosine")
+        if not -1.0 <= self.min_relevance < 1.0:
+            raise InvalidInput("min_relevance", f"{self.min_relevance} is out of range", "[-1, 1)")
+        if self.max_items is not None and self.max_items < 1:
+            raise InvalidInput("max_items", f"{self.max_items} must be at least 1", "a positive integer or null")
+
+
+@dataclass
+class Pick:
+    """One selected item, in selection order, with the numbers behind the choice."""
+
+    index: int
+    relevance: float
+    novelty: float
+    score: float
+    tokens: int
+    why: str
+
+
+@dataclass
+class Rejection:
+    """One candidate left out, and why."""
+
+    index: int
+    relevance: float
+    novelty: float
+    score: float
+    tokens: int
+    reason: Reason
+    why: str
+    redundant_with: str | None = None
+
+
+@dataclass
+class Selection:
+    """The forensic view of one selection: picks in order, the strongest rejections, counts."""
+
+    strategy: str
+    budget_tokens: int
+    selected: list[Pick] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)  # the strongest ``explain`` ones
+    rejected_counts: dict[str, int] = field(default_factory=dict)
+    note: str | None = None
+
+    @property
+    def tokens_used(self) -> int:
+        return sum(p.tokens for p in self.selected)
+
+    @property
+    def indices(self) -> list[int]:
+        return [p.index for p in self.selected]
+
+    @property
+    def rejected_total(self) -> int:
+        return sum(self.rejected_counts.values())
+
+
+@dataclass
+class Pool:
+    """What a selection needs, precomputed: vectors, token counts, labels, optional texts.
+
+    ``candidate_texts``/``goal_text`` feed the hybrid's lexical view; the other
+    strategies only use the vectors.
+    """
+
+    goal: F32  # [d]
+    candidates: F32  # [n, d], L2-normalised
+    tokens: Sequence[int]
+    labels: Sequence[str]  # candidate ids, for "redundant with X"
+    context: F32 | None = None  # [m, d]
+    context_labels: Sequence[str] = ()
+    candidate_texts: Sequence[str] | None = None
+    goal_text: str | None = None
+    context_texts: Sequence[str] = ()
+
+
+def select(pool: Pool, budget_tokens: int, strategy: str = DEFAULT_STRATEGY, params: Params | None = None,
+           explain: int = 10) -> Selection:
+    """Pick candidates under ``budget_tokens`` with ``strategy``; see the module doc.
+
+    ``explain`` bounds how many rejections get a written reason (the strongest by
+    relevance); every rejection is counted in ``rejected_counts``.
+    """
+    params = params or Params()
+    params.check()
+    if strategy not in STRATEGIES:
+        raise InvalidInput("strategy", f"unknown strategy {strategy!r}", ", ".join(STRATEGIES))
+    n = int(pool.candidates.shape[0])
+    out = Selection(strategy=strategy, budget_tokens=int(budget_tokens))
+    if n == 0:
+        out.note = "no candidates to select from"
+        return out
+    return _Run(pool, budget_tokens, strategy, params).run(out, explain)
+
+
+_NONE, _IRRELEVANT, _REDUNDANT, _OVER = 0, 1, 2, 3
+_REASONS: dict[int, Reason] = {_IRRELEVANT: "irrelevant", _REDUNDANT: "redundant", _OVER: "over_budget"}
+
+
+class _Run:
+    """One selection's state. An iteration is a few in-place vector operations over the
+    pool (numpy call overhead, not arithmetic, is what a 200-candidate pool costs); nearest
+    items and reasons are only written out for what the answer shows."""
+
+    def __init__(self, pool: Pool, budget: int, strategy: str, params: Params) -> None:
+        self.pool = pool
+        self.p = params
+        self.strategy = strategy
+        self.budget = int(budget)
+        cands = np.asarray(pool.candidates, dtype=np.float32)
+        self.cands = cands
+        self.n = n = cands.shape[0]
+        self.tok = pool.tokens  # scalar reads: a Python sequence is faster than numpy scalars
+        self.tokens = np.asarray(pool.tokens, dtype=np.int64)
+        self.rel = cands @ np.asarray(pool.goal, dtype=np.float32)
+        # only what the strategy's score reads
+        self.relpos = np.maximum(self.rel, 0.0) if strategy == "psi0" else self.rel
+        self.lamrel = params.mmr_lambda * self.rel if strategy == "mmr" else self.rel
+        ctx = pool.context
+        self.ctx = np.asarray(ctx, dtype=np.float32) if ctx is not None and len(ctx) else None
+        self.maxsim = (np.maximum((cands @ self.ctx.T).max(axis=1), 0.0) if self.ctx is not None
+                       else np.zeros(n, np.float32))  # clipped at 0: only closeness counts
+        self.picked: list[int] = []
+        self.lex = _Lexical(pool, params, self.rel) if strategy == "hybrid" else None
+        self.code = np.zeros(n, dtype=np.int8)
+        self.left_at = np.zeros(n, dtype=np.int64)
+        self._refs: tuple[F32, npt.NDArray[np.int64]] | None = None
+
+    def name(self, j: int) -> str:
+        """The label of candidate ``j`` (or of context item ``j - n``)."""
+        return str(self.pool.labels[j]) if j < self.n else str(self.pool.context_labels[j - self.n])
+
+    # -- scoring ---------------------------------------------------------------------------
+    def relevance(self) -> F32:
+        return self.rel if self.lex is None else self.lex.rel
+
+    def score(self, rel: F32, out: F32 | None = None, idx: npt.NDArray[np.int64] | None = None) -> F32:
+        """The strategy's score; ``idx``: only for those candidates (``rel`` is then theirs).
+
+        Written in place into ``out`` with the same float32 operations, in the same order,
+        as the plain expressions in the comments (so the numbers are bit-identical).
+        """
+        s = self.strategy
+        maxsim = self.maxsim if idx is None else self.maxsim[idx]
+        if s == "baseline":  # rel
+            if out is None:
+                return rel
+            np.copyto(out, rel)
+            return out
+        if s == "psi0":  # relpos * (1 - maxsim)
+            buf = np.subtract(1.0, maxsim, out=out)
+            return np.multiply(self.relpos if idx is None else self.relpos[idx], buf, out=buf)
+        if s == "mmr":  # lamrel - (1 - lambda) * maxsim
+            buf = np.multiply(self.p.one_minus_lambda, maxsim, out=out)
+            return np.subtract(self.lamrel if idx is None else self.lamrel[idx], buf, out=buf)
+        # hybrid: rel - penalty * max(maxsim - threshold, 0)
+        buf = np.subtract(maxsim, self.p.overlap_threshold, out=out)
+        np.maximum(buf, 0.0, out=buf)
+        np.multiply(self.p.overlap_penalty, buf, out=buf)
+        return np.subtract(rel, buf, out=buf)
+
+    # -- the loop --------------------------------------------------------------------------
+    def run(self, out: Selection, explain: int) -> Selection:
+        p = self.p
+        code = self.code
+        tok = self.tok
+        maxsim = self.maxsim
+        cands = self.cands
+        strategy = self.strategy
+        code[self.rel < p.min_relevance] = _IRRELEVANT
+        if strategy != "baseline" and self.ctx is not None:  # without context maxsim is 0
+            code[(code == _NONE) & (maxsim >= p.redundancy_threshold)] = _REDUNDANT
+        avail = code == _NONE
+        dead = np.where(avail, 0.0, -np.inf).astype(np.float32)  # -inf for anything no longer available
+        remaining = self.budget
+        max_tok = int(self.tokens.max())  # once the budget holds the largest, nothing is over it
+        scores: list[float] = []
+        rels: list[float] = []
+        novs: list[float] = []
+        picked = self.picked
+        tie = strategy in ("psi0", "hybrid")  # psi-loop's near-tie rule belongs to its scores
+        dedup = strategy != "baseline"  # novelty strategies drop near-duplicates
+        thr = p.redundancy_threshold
+        max_items = p.max_items
+        neg_inf = -np.inf
+        masked = np.empty(self.n, dtype=np.float32)
+        lex = self.lex
+        rel = self.rel if lex is None else lex.rel  # the hybrid's is updated in place by each pick
+        # strategy constants, read once (the expressions are those of ``score``)
+        relpos, lamrel, olam = self.relpos, self.lamrel, p.one_minus_lambda
+        othr, open_ = p.overlap_threshold, p.overlap_penalty
+        hybrid = strategy == "hybrid"
+        if hybrid:
+            # hybrid's penalty, penalty * max(maxsim - threshold, 0), is monotone in maxsim, so it
+            # is kept up to date with a maximum when a pick has a neighbour past the threshold,
+            # rather than recomputed every step; +inf marks anything no longer available
+            pen = np.subtract(maxsim, othr)
+            np.maximum(pen, 0.0, out=pen)
+            np.multiply(open_, pen, out=pen)
+            pen -= dead
+        kill, gone = (pen, np.inf) if hybrid else (dead, neg_inf)  # where a pick or a loss is struck off
+        limit = self.n if max_items is None else max_items
+        while True:
+            if len(picked) >= limit:
+                break
+            if hybrid:  # rel - penalty * max(maxsim - threshold, 0), -inf when unavailable
+                np.subtract(rel, pen, out=masked)
+            elif strategy == "psi0":  # relpos * (1 - maxsim)
+                np.subtract(1.0, maxsim, out=masked)
+                np.multiply(relpos, masked, out=masked)
+            elif strategy == "mmr":  # lamrel - (1 - lambda) * maxsim
+                np.multiply(olam, maxsim, out=masked)
+                np.subtract(lamrel, masked, out=masked)
+            else:
+                np.copyto(masked, rel)
+            if not hybrid:
+                masked += dead
+            while True:  # the best that fits; a better one that does not fit is over budget
+                best = int(masked.argmax())
+                top = masked[best]
+                if top == neg_inf or tok[best] <= remaining:
+                    break
+                code[best], self.left_at[best], avail[best], masked[best] = _OVER, remaining, False, neg_inf
+                kill[best] = gone
+            if top == neg_inf:
+                break
+            if tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
+                ties = (masked >= top - NEAR_TIE_EPSILON).nonzero()[0]
+                if len(ties) > 1:
+                    if max_tok > remaining:
+                        ties = ties[self.tokens[ties] <= remaining]
+                    best = int(ties[rel[ties].argmax()])
+            scores.append(float(masked[best]) + 0.0)  # + 0.0: the score is never -0.0
+            rels.append(float(rel[best]))
+            novs.append(float(max(0.0, 1.0 - maxsim[best])))
+            remaining -= int(tok[best])
+            avail[best] = False
+            kill[best] = gone
+            picked.append(best)
+            col = cands @ cands[best]  # one column per pick: no n x n matrix
+            np.maximum(maxsim, col, out=maxsim)
+            if lex is not None:
+                lex.join(best)
+            if dedup:
+                col[best] = -1.0
+                near = col[col.argmax()]
+                if near >= thr:
+                    dup = avail & (col >= thr)
+                    code[dup], avail[dup], kill[dup] = _REDUNDANT, False, gone  # "redundant with" is found at the end
+                if hybrid and near > othr:  # below the threshold the penalty of ``col`` is 0
+                    np.subtract(col, othr, out=masked)
+                    np.maximum(masked, 0.0, out=masked)
+                    np.multiply(open_, masked, out=masked)
+                    np.maximum(pen, masked, out=pen)
+        if dedup and rels:
+            # more relevant than a pick and close to something chosen or given: its lack of
+            # novelty is what kept it out, whatever the budget did afterwards
+            lost = ((avail | (code == _OVER)) & (self.relevance() > min(rels))
+                    & (maxsim >= p.overlap_threshold))
+            code[lost] = _REDUNDANT
+            avail[lost] = False
+        leftover = avail.nonzero()[0]
+        if len(leftover):
+            over = leftover[self.tokens[leftover] > remaining]
+            code[over], self.left_at[over] = _OVER, remaining
+            code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
+        near, _ = self._nearest(picked, before=True)
+        src, gain = lex.sources(picked) if lex is not None and lex.head is not None else ([], [])
+        for rank, (i, j) in enumerate(zip(picked, near.tolist(), strict=True)):
+            link = (self.name(picked[src[rank]]), gain[rank]) if gain and gain[rank] > 0.05 else None
+            out.selected.append(Pick(i, rels[rank], novs[rank], scores[rank], int(tok[i]),
+                                     self._why(rels[rank], novs[rank], j, link)))
+        self._explain(out, explain, remaining)
+        if not out.selected:
+            out.note = self._empty_note(out)
+        return out
+
+    def _nearest(self, idx: Sequence[int] | npt.NDArray[np.int64], before: bool = False) -> tuple[npt.NDArray[np.int64], F32]:
+        """For each candidate in ``idx``, the most similar context or selected item and the similarity.
+
+        ``before``: ``idx`` are the picks in order, and each is compared with the context
+        and the picks made before it. One matrix product for all of them.
+        """
+        k = len(self.picked)
+        if self._refs is None:  # the picks and the context, and their labels: the same for both calls
+            refs = self.cands[self.picked] if k else np.zeros((0, self.cands.shape[1]), np.float32)
+            if self.ctx is not None:
+                refs = np.vstack([refs, self.ctx])
+            labels = np.concatenate([np.asarray(self.picked, dtype=np.int64), np.arange(len(refs) - k) + self.n])
+            self._refs = (refs, labels)
+        refs, labels = self._refs
+        if not len(refs) or not len(idx):
+            return np.full(len(idx), -1, dtype=np.int64), np.full(len(idx), -2.0, dtype=np.float32)
+        sims = self.cands[idx] @ refs.T
+        if before:
+            sims[:, :k][np.arange(k) >= np.arange(len(idx))[:, None]] = -np.inf  # itself and later picks
+        j = sims.argmax(axis=1)
+        best = sims[np.arange(len(idx)), j].astype(np.float32)
+        near = np.where(np.isfinite(best), labels[j], -1)
+        return near, best
+
+    def _explain(self, out: Selection, explain: int, remaining: int) -> None:
+        rejected = np.flatnonzero(self.code)  # picks keep code _NONE (0)
+        counts = np.bincount(self.code[rejected], minlength=4)
+        for c, name in _REASONS.items():
+            if counts[c]:
+                out.rejected_counts[name] = int(counts[c])
+        if explain <= 0 or not len(rejected):
+            return
+        rel = self.relevance()
+        neg = -rel[rejected]
+        if len(rejected) > explain:  # the same order as a stable sort of all, for a fraction of the cost
+            kth = np.partition(neg, explain - 1)[explain - 1]
+            sub = np.flatnonzero(neg <= kth)
+            top = rejected[sub[np.argsort(neg[sub], kind="stable")[:explain]]]
+        else:
+            top = rejected[np.argsort(neg, kind="stable")]
+        final = self.score(rel[top], idx=top)
+        nears, sims = self._nearest(top)
+        min_rel = self.p.min_relevance
+        low = (self.rel[top] < min_rel).tolist()  # compared as the loop did: in float32
+        rows = zip(top.tolist(), self.code[top].tolist(), self.rel[top].tolist(), low, rel[top].tolist(),
+                   final.tolist(), self.tokens[top].tolist(), self.left_at[top].tolist(), nears.tolist(),
+                   sims.tolist(), strict=True)
+        for i, c, dense, below, r, f, t, left, near, sim in rows:
+            nov = float(min(1.0, max(0.0, 1.0 - sim))) if near >= 0 else 1.0
+            other = None
+            if c == _IRRELEVANT and below:
+                why = f"relevance {dense:.2f} < min_relevance {min_rel:.2f}"
+            elif c == _IRRELEVANT:
+                why = (f"ranked below the {self.p.max_items} selected (max_items)" if self.p.max_items
+                       else "scored below every selected item")
+            elif c == _REDUNDANT:
+                other = self.name(near)
+                why = f"redundant with {other} (similarity {sim:.2f})"
+            else:
+                why = f"{t} tokens, {left} left in the budget"
+            out.rejected.append(Rejection(i, r, nov, f, t, _REASONS[c], why, other))
+
+    def _why(self, rel: float, novelty: float, near: int, link: tuple[str, float] | None) -> str:
+        why = f"relevance {rel:.2f}"
+        if link is not None:
+            why = f"{why}, linked to {link[0]} ({link[1]:.2f})"
+        if self.strategy == "baseline":
+            return why
+        if near >= 0:
+            return f"{why}, novelty {novelty:.2f} (nearest {self.name(near)})"
+        return f"{why}, novelty {novelty:.2f} (nothing in context)"
+
+    def _empty_note(self, out: Selection) -> str:
+        if self.budget <= 0:
+            return "budget_tokens is 0: nothing fits"
+        if int(self.tokens.min()) > self.budget:
+            return (f"every candidate is larger than the budget ({int(self.tokens.min())} tokens smallest, "
+                    f"budget {self.budget})")
+        kinds = sorted(out.rejected_counts)
+        return "nothing selected: every candidate was " + " or ".join(k.replace("_", " ") for k in kinds)
+
+
+class _Lexical:
+    """The hybrid's lexical state: TF-IDF relevance with coverage, and multi-hop links.
+
+    ``rel`` = (dense share + lexical share) + hop weight x link, updated in place by
+    ``join`` from per-candidate arrays built once per call: which goal terms each
+    candidate holds (coverage) and its head-term weights (links).
+    """
+
+    def __init__(self, pool: Pool, p: Params, dense: F32) -> None:
+        texts = pool.candidate_texts
+        if texts is None or pool.goal_text is None:
+            raise InvalidInput("strategy", "hybrid needs the candidate and goal texts", "pass texts in the Pool")
+        self.p = p
+        self.view = view_of(texts, head_terms=p.hop_head_terms)
+        self.q_cols, self.q_vals = self.view.query(pool.goal_text)
+        self.weights = np.ones(len(self.q_cols), dtype=np.float32)
+        # [n, |q|] dense slice of the goal's columns: relevance is one small matmul per step
+        self.cols = self.view.columns(self.q_cols, binary=p.lexical == "recall")
+        if p.lexical == "recall":
+            # the share of the goal's (IDF-weighted) terms a candidate contains: long or short,
+            # a candidate that holds more of what the goal asks about is worth more
+            idf = self.view.idf[self.q_cols]
+            self.q_vals = (idf / idf.sum()).astype(np.float32) if len(idf) else self.q_vals
+        # per candidate, what picking it does to each goal term's weight: x (1 - coverage)
+        # where it holds the term (every stored weight is positive), x 1 elsewhere
+        self.covers: F32 | None = None
+        self.covers_any: list[bool] | None = None
+        if p.coverage > 0 and len(self.q_cols):
+            hold = self.cols > 0
+            self.covers = np.where(hold, np.float32(1.0 - p.coverage), np.float32(1.0))
+            self.covers_any = (self.cols @ np.ones(len(self.q_cols), np.float32) > 0).tolist()
+        self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
+        n = self.view.n
+        self.hop_gain = np.zeros(n, dtype=np.float32)
+        self.links = np.empty((min(n, 32), n), np.float32)  # row r: the links of the r-th pick
+        self.k = 0  # picks joined
+        self._present = np.zeros(self.view.v + 1, dtype=np.float32)  # reused term mask (+ padding column)
+        for text in pool.context_texts:
+            self._mark(self.view.query(text)[0])
+            self._cover()
+            self._unmark(self.view.query(text)[0])
+        self._dense = ((1.0 - p.lexical_weight) * dense).astype(np.float32)
+        self._base: F32 = self._dense + self._lexical()  # dense + lexical: changes only when coverage does
+        self.rel: F32 = self._base if self.head is None else np.add(self._base, p.hop_weight * self.hop_gain)
+
+    def _mark(self, cols: npt.NDArray[np.int64]) -> None:
+        self._present[cols] = 1.0
+
+    def _unmark(self, cols: npt.NDArray[np.int64]) -> None:
+        self._present[cols] = 0.0
+
+    def _lexical(self) -> F32:
+        # the product is float64 when the term weights are; callers add it to float32 scores as before
+        return cast(F32, self.p.lexical_weight * (self.cols @ (self.q_vals * self.weights)))
+
+    def join(self, i: int) -> None:
+        """Pick ``i`` joins the context: its goal terms count less, its links count, ``rel`` follows."""
+        hop, p = self.hop_gain, self.p
+        if self.covers_any is not None and self.covers_any[i]:
+            # goal terms the pick holds lose weight (a greedy set cover)
+            assert self.covers is not None
+            self.weights *= self.covers[i]
+            np.add(self._dense, self._lexical(), out=self._base)
+        if self.head is not None:
+            if self.k == len(self.links):
+                self.links = np.concatenate([self.links, np.empty_like(self.links)])
+            terms = self.view.row_terms(i)
+            self._present[terms] = 1.0
+            link = self.view.grid_links(self.head, self._present, i, self.links[self.k])
+            self._present[terms] = 0.0
+            np.maximum(hop, link, out=hop)
+            np.multiply(p.hop_weight, hop, out=self.rel)  # (dense + lexical) + weight x link
+            np.add(self._base, self.rel, out=self.rel)
+        self.k += 1
+
+    def sources(self, picked: Sequence[int]) -> tuple[list[int], list[float]]:
+        """For each pick: the rank of the earliest earlier pick whose link to it is the strongest,
+        and the weighted link it had when it was picked.
+
+        Worked out once at the end from the stored links (only the answer's ``why`` needs
+        them): the running maximum held max(0, earlier links), reached first by that pick.
+        """
+        k = self.k
+        if not k:
+            return [], []
+        to_picks = self.links[:k, picked]  # [rank of source, rank of pick]
+        to_picks[np.arange(k)[:, None] >= np.arange(len(picked))] = -np.inf  # only earlier picks
+        held = np.maximum(to_picks.max(axis=0, initial=-np.inf), 0.0).tolist()
+        return to_picks.argmax(axis=0).tolist(), [h * self.p.hop_weight for h in held]
+
+    def _cover(self) -> bool:
+        """Goal terms the marked text holds lose weight; True if any did."""
+        if self.p.coverage <= 0 or not len(self.q_cols):
+            return False
+        hit = self._present[self.q_cols] > 0
+        if not hit.any():
+            return False
+        self.weights[hit] *= 1.0 - self.p.coverage
+        return True

@@ -1,0 +1,1 @@
+"""Services: the Engine's typed attributes, one per capability. Each wires core logic to the stores; tools call them."""

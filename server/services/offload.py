@@ -1,0 +1,479 @@
+"""OffloadService: observe, drop receipts, file reads and recall accounting for every task.
+
+Warm state in ``engine.extensions["offload"]``: the configured redactor, the
+price table and the short-ref index. Ordering is the atomicity argument: a
+result's bytes are stored (and committed) BEFORE the journal event that points
+at them is appended, so a process killed in between leaves at most an
+unreferenced blob (harmless; identical bytes re-use it), never an event whose
+ref is missing. A payload over the limit is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from mcp.types import CallToolResult, TextContent
+
+from bosun.core.errors import InvalidInput, NotFound
+from bosun.core.guard.loopguard import args_hash, canonical_args, error_signature, shell_command
+from bosun.core.offload.compaction import ITEM_KEYS, ITEM_KINDS, plan_compaction
+from bosun.core.offload.offload import (
+    PruneMode,
+    build_stub,
+    count_lines,
+    decide,
+    fast_tokens,
+    get_mode,
+    short_ref,
+    worth_it,
+)
+from bosun.core.offload.outline import Utf8Text, build_outline, detect_kind
+from bosun.core.redact import Redactor, redact_value
+from bosun.core.task.ledger import parse_prices
+from bosun.core.task.state import Event
+from bosun.core.tokens import estimate_tokens
+from bosun.server.services.tasks import TaskService, check_text, tasks_of
+from bosun.store.refindex import SQLiteRefIndex
+from bosun.store.refs import PendingPut, make_ref
+
+if TYPE_CHECKING:
+    from bosun.server.engine import Engine
+
+EXTENSION_KEY = "offload"
+COMPACT_EVERY = 8  # results between compaction checks
+COMPACT_MIN_TOKENS = 500  # suggest compaction only when it would free at least this much
+ARG_TEXT_CHARS = 400  # each string in the journaled args is cut to this many characters
+MEDIA_TEXT = "text/plain; charset=utf-8"
+
+
+def _compact(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
+
+
+def as_result(answer: dict[str, Any], text: str | None = None) -> CallToolResult:
+    """A tool answer whose model-facing text is compact (one-line JSON, or ``text``), not indented JSON.
+
+    The SDK would render a returned dict with indent=2; the indentation alone costs the agent
+    ~25% more tokens on every call. ``structured_content`` keeps the dict for programs.
+    """
+    return CallToolResult(content=[TextContent(type="text", text=text if text is not None else _compact(answer))],
+                          structured_content=answer)
+
+
+def slim_schema(schema: Any) -> Any:
+    """A tool input schema without what costs tokens and says nothing: pydantic ``title``s, and
+    ``anyOf [T, null]`` + ``default: null`` on optional parameters (an omitted optional is null)."""
+    if isinstance(schema, list):
+        return [slim_schema(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: slim_schema(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
+    any_of = out.get("anyOf")
+    if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of and out.get("default", 0) is None:
+        other = next(s for s in any_of if s != {"type": "null"})
+        out.pop("anyOf")
+        out.pop("default")
+        out = {**other, **out}
+    return out
+
+
+def slim_tool(mcp: Any, name: str) -> None:
+    """Apply ``slim_schema`` to a registered tool (the listing every agent pays for on every turn)."""
+    tool = mcp._tool_manager.get_tool(name)
+    if tool is not None:
+        tool.parameters = slim_schema(tool.parameters)
+
+
+def answer_tokens(answer: dict[str, Any]) -> int:
+    """Tokens the agent carries for a bosun answer (its compact JSON)."""
+    return estimate_tokens(_compact(answer))
+
+
+def clean_text(text: str) -> str:
+    """Lone UTF-16 surrogates (a JSON ``"\\ud800"``) cannot be UTF-8: they become U+FFFD, never an error."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+def clean_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {clean_text(str(k)): clean_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [clean_value(v) for v in value]
+    return value
+
+
+def short_args(args: Any) -> Any:
+    """Redacted args with long strings cut: enough for the loop guard and a human, never a payload."""
+    if isinstance(args, str):
+        return args if len(args) <= ARG_TEXT_CHARS else args[:ARG_TEXT_CHARS] + "…"
+    if isinstance(args, dict):
+        return {k: short_args(v) for k, v in args.items()}
+    if isinstance(args, list):
+        return [short_args(v) for v in args[:50]]
+    return args
+
+
+def _test_outcome(facts: dict[str, Any], kind: str) -> bool | None:
+    """tests_passed from a test run's outline facts (None when the outcome is unknown)."""
+    if kind != "test":
+        return None
+    summary = str(facts.get("summary") or "")
+    low = summary.lower()
+    if facts.get("failures") or "failed" in low or "error" in low:
+        return False
+    if ("passed" in low or low.endswith(": ok")) and "failed" not in low:
+        return True
+    return None
+
+
+VIEW_TASKS = 64  # tasks whose compaction view is kept warm
+
+
+@dataclass
+class _CompactionView:
+    seq: int = 0
+    last_activity: float = 0.0
+    events: list[Event] = field(default_factory=list)
+
+
+class OffloadService:
+    """Everything observe/recall/checkpoint need beyond the task journal."""
+
+    def __init__(self, engine: Engine) -> None:
+        cfg = engine.config
+        self.engine = engine
+        self.redactor = Redactor(cfg.redact_disable, cfg.redact_extra)
+        self.prices = parse_prices(cfg.prices)
+        self.price_model = cfg.price_model or "default"
+        self.default_mode = get_mode(cfg.prune_mode).name
+        self.index = SQLiteRefIndex(engine.conn)
+        self._views: dict[str, _CompactionView] = {}
+
+    async def aclose(self) -> None:
+        return None
+
+    @property
+    def tasks(self) -> TaskService:
+        return tasks_of(self.engine)
+
+    async def resolve(self, ref: str, field: str = "ref") -> str:
+        return await self.index.resolve(ref, field)
+
+    # -- observe: result / failure --------------------------------------------------------
+    async def observe_output(
+        self,
+        task_id: str,
+        failed: bool,
+        tool: str | None,
+        args: Any,
+        result: Any,
+        mode: str | None = None,
+        offload: bool | None = None,
+        agent: str | None = None,
+    ) -> dict[str, Any]:
+        """Log a tool result (or failure); offload it behind a stub when that saves tokens."""
+        if not isinstance(tool, str) or not tool.strip():
+            raise InvalidInput("tool", "must name the tool that produced the result", "e.g. 'bash', 'read_file'")
+        if result is None:
+            raise InvalidInput("result", "is required for kind='result'/'failure'", "the tool's output text")
+        if not isinstance(result, str):  # structured output (API tools): stored as its JSON text
+            try:
+                result = json.dumps(result, ensure_ascii=False, indent=1, allow_nan=False)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInput("result", f"is not text or JSON ({exc})", "the tool's output text") from exc
+        try:
+            raw = result.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates: U+FFFD instead of an error
+            result = clean_text(result)
+            raw = result.encode("utf-8")
+        limit = self.engine.config.max_payload_bytes
+        raw_size = len(raw)
+        if raw_size > limit:
+            raise InvalidInput("result", f"is {raw_size} bytes; the limit is {limit} (BOSUN_MAX_PAYLOAD_BYTES)",
+                               "split the output, or observe a file with kind='file'")
+        state = await self.tasks.get(task_id)
+        pm = get_mode(mode or str(state.flags.get("prune_mode") or state.budget.get("prune_mode") or self.default_mode))
+        tool = self.redactor.scrub(clean_text(tool))
+        red_args = redact_value(clean_value(args), self.redactor)
+        a_hash = args_hash(red_args)
+        canonical_args(red_args)  # size check of the args (InvalidInput on overflow)
+        data, redactions = self.redactor.redact_bytes(raw)
+        # the bytes are hashed and stored on the blob writer's thread while this one builds the
+        # answer; awaited below, before the journal event that points at them
+        stored = self.engine.refs.put_soon(data, MEDIA_TEXT)
+        try:
+            return await self._observed(task_id, failed, tool, red_args, a_hash, result, data, redactions,
+                                        stored, pm, offload, agent)
+        finally:
+            if not stored.done():  # an error before the await: let the write finish, never orphan it
+                await stored.settle()
+
+    async def _observed(
+        self,
+        task_id: str,
+        failed: bool,
+        tool: str,
+        red_args: Any,
+        a_hash: str,
+        result: str,
+        data: bytes,
+        redactions: dict[str, int],
+        stored: PendingPut,
+        pm: PruneMode,
+        offload: bool | None,
+        agent: str | None,
+    ) -> dict[str, Any]:
+        """The rest of ``observe_output``: outline and stub while ``stored`` completes, then the journal."""
+        text = data.decode("utf-8", "replace") if redactions else result
+        # numpy first: it lets go of the GIL, so the writer thread gets going at once
+        total_lines = count_lines(data)  # the bytes hold the same newlines as ``text``
+        utf8 = Utf8Text.of(text, data if not redactions else None)  # unredacted: data is text's UTF-8
+        tokens = fast_tokens(text)
+        command = shell_command(tool, red_args) if red_args is not None else None
+        choice = decide(tokens, pm, command, offload)
+        stub: dict[str, Any] | None = None
+        ol = None
+        outline_kind = None
+        facts: dict[str, Any] = {}
+        kind = detect_kind(text, command, utf8)
+        if choice.offload or failed or kind == "test":  # a test run's outcome sets tests_passed even when small
+            budget = pm.outline_budget(tokens)
+            if kind in ("json", "jsonl"):  # room for the identifiers an API agent acts on next
+                budget = max(budget, min(120, tokens // 4))
+            ol = build_outline(text, budget=budget, command=command, kind=kind, utf8=utf8)
+            outline_kind, facts = ol.kind, ol.facts
+        ref = await stored.ref()  # committed before the event that points at it
+        digest = ref.rsplit(":", 1)[1]
+        cost = 0
+        redacted = {"redacted": sum(redactions.values())} if redactions else {}
+        answer: dict[str, Any] | None = None
+        if choice.offload and ol is not None:
+            stub = build_stub(short_ref(digest), len(data), tokens, total_lines, ol)
+            answer = {"offloaded": True, **stub, **redacted}
+            cost = answer_tokens(answer)  # the stub as the agent carries it: the whole answer
+            if offload is not True and not worth_it(tokens, cost):
+                stub, answer, choice.reason = None, None, f"a stub ({cost} tokens) would not save enough"
+        offloaded = stub is not None
+        if answer is None:
+            answer = {"offloaded": False, "tokens": tokens, **redacted}
+            resp_tokens = answer_tokens(answer)
+        else:
+            resp_tokens = cost
+        payload: dict[str, Any] = {
+            "tool": tool, "args_hash": a_hash, "args": short_args(red_args), "sha256": digest, "bytes": len(data),
+            "tokens": tokens, "ref": ref if offloaded else None, "stored_ref": ref, "offloaded": offloaded,
+            "stub_tokens": cost if stub else 0, "response_tokens": resp_tokens, "mode": pm.name,
+            "reason": choice.reason, "content_kind": outline_kind, "redactions": redactions or None,
+        }
+        events: list[tuple[str, dict[str, Any]]] = []
+        if failed:
+            payload["error_signature"] = error_signature(text)
+            payload["error"] = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")[:300]
+            events.append(("tool_failure", payload))
+        else:
+            payload["result_signature"] = digest[:16]
+            events.append(("tool_result", payload))
+        outcome = _test_outcome(facts, outline_kind or "")
+        if outcome is not None:
+            events.append(("state_flag", {"name": "tests_passed", "value": outcome, "source": "observe"}))
+        # every value above is bosun's own, or came out of the redactor (tool, args, text)
+        state = await self.tasks.append_many(task_id, events, agent=agent, scrubbed=True)
+        hint = await self._compaction_hint(state, pm)
+        if hint is not None:
+            answer["compact"] = hint
+        return answer
+
+    async def _compaction_hint(self, state: Any, pm: Any) -> dict[str, int] | None:
+        """Every ``COMPACT_EVERY`` results, whether ``checkpoint(mode="compact")`` would now free enough.
+
+        The answer then carries ``"compact": {"items", "frees"}`` (~12 tokens): the cue for the
+        harness or agent to move cold history out (the replay bench follows it).
+        """
+        seen = state.event_counts.get("tool_result", 0) + state.event_counts.get("tool_failure", 0)
+        if seen == 0 or seen % COMPACT_EVERY:
+            return None
+        view = await self._compaction_view(state.task_id)
+        plan = plan_compaction(view.events, pm, "compact", time.time(), last_activity=view.last_activity)
+        frees = plan.freed_tokens - plan.digest_tokens - plan.refill_tokens
+        if frees < COMPACT_MIN_TOKENS:
+            return None
+        return {"items": len(plan.items), "frees": frees}
+
+    async def _compaction_view(self, task_id: str) -> _CompactionView:
+        """What a compaction plan reads of a task's journal, loaded incrementally.
+
+        The hint runs every ``COMPACT_EVERY`` results; reading the whole journal each time made
+        it grow with the task (22 ms at 2,000 results). Only the events after the last one seen
+        are read; the view keeps the kinds the plan reads, with just the fields it reads.
+        """
+        view = self._views.pop(task_id, None) or _CompactionView()
+        self._views[task_id] = view  # most recently used last
+        while len(self._views) > VIEW_TASKS:
+            self._views.pop(next(iter(self._views)))
+        for ev in await self.tasks.events(task_id, since_seq=view.seq):
+            if ev.seq <= view.seq:  # a concurrent call for the same task read it first
+                continue
+            view.seq = ev.seq
+            view.last_activity = max(view.last_activity, ev.created_at)
+            if ev.kind in ITEM_KINDS:
+                kept = {k: ev.payload[k] for k in ITEM_KEYS if k in ev.payload}
+                if not isinstance(kept.get("args"), str):
+                    kept.pop("args", None)
+                view.events.append(Event(task_id, ev.seq, ev.kind, kept, None, ev.created_at))
+        return view
+
+    # -- drop receipts ---------------------------------------------------------------------
+    async def drop(self, task_id: str, refs: list[str], agent: str | None = None) -> dict[str, Any]:
+        """Credit the savings of payloads the agent confirms it evicted from its prompt."""
+        if not refs:
+            raise InvalidInput("result", "kind='dropped' needs the ref(s) the agent evicted",
+                               "result='mem://sha256:…' or refs=[...]")
+        events = await self.tasks.events(task_id)
+        known: dict[str, int] = {}
+        dropped: set[str] = set()
+        for ev in events:
+            p = ev.payload
+            if ev.kind in ("tool_result", "tool_failure", "file_read"):
+                for key in ("ref", "stored_ref"):
+                    r = p.get(key)
+                    if isinstance(r, str):
+                        known[r] = int(p.get("tokens") or 0)
+            elif ev.kind == "dropped" and isinstance(p.get("ref"), str):
+                dropped.add(p["ref"])
+        new: list[tuple[str, dict[str, Any]]] = []
+        credited = 0
+        already: list[str] = []
+        for i, r in enumerate(refs):
+            full = make_ref(await self.resolve(r, f"refs[{i}]"))
+            if full not in known:
+                raise InvalidInput(f"refs[{i}]", f"{r} was not observed in task {task_id}",
+                                   "a ref returned by observe for this task")
+            if full in dropped or any(full == e[1]["ref"] for e in new):
+                already.append(short_ref(full.rsplit(":", 1)[1]))
+                continue
+            new.append(("dropped", {"ref": full, "tokens": known[full]}))
+            credited += known[full]
+        answer: dict[str, Any] = {"credited_tokens": credited, "dropped": len(new)}
+        if already:
+            answer["already_dropped"] = already
+        if new:
+            share = answer_tokens(answer) // len(new) + 1
+            for _, p in new:
+                p["response_tokens"] = share
+            state = await self.tasks.append_many(task_id, new, agent=agent)
+            answer["version"] = state.version
+        return answer
+
+    # -- files -----------------------------------------------------------------------------
+    def _resolve_path(self, path: str) -> Path:
+        roots = [Path(os.path.realpath(r)) for r in self.engine.config.roots]
+        if not roots:
+            raise InvalidInput("path", "no readable roots are configured", "set BOSUN_ROOTS=/path/a:/path/b")
+        if not isinstance(path, str) or not path.strip() or "\x00" in path:
+            raise InvalidInput("path", "must be a non-empty file path")
+        p = Path(path.strip()).expanduser()
+        if ".." in p.parts:
+            raise InvalidInput("path", "'..' is not allowed (path traversal)", "a path under BOSUN_ROOTS")
+        candidates = [p] if p.is_absolute() else [root / p for root in roots]
+        for cand in candidates:
+            real = Path(os.path.realpath(cand))
+            for root in roots:
+                if (real == root or root in real.parents) and os.path.lexists(cand):
+                    return real
+        if any(os.path.lexists(c) for c in candidates):
+            raise InvalidInput("path", f"{path} resolves outside BOSUN_ROOTS (symlink or absolute path)",
+                               ", ".join(str(r) for r in roots))
+        raise NotFound("file", path, f"not found under {', '.join(str(r) for r in roots)}")
+
+    async def observe_file(self, task_id: str, path: str, agent: str | None = None) -> dict[str, Any]:
+        """Record a file the agent read: path, sha256 (of the scrubbed bytes), mtime, size; content as a ref."""
+        real = self._resolve_path(path)
+        try:
+            st = os.stat(real)
+        except OSError as exc:
+            raise NotFound("file", path, str(exc)) from exc
+        if not stat.S_ISREG(st.st_mode):
+            raise InvalidInput("path", f"{path} is not a regular file")
+        limit = self.engine.config.max_file_bytes
+        if st.st_size > limit:
+            raise InvalidInput("path", f"{path} is {st.st_size} bytes; the limit is {limit} (BOSUN_MAX_FILE_BYTES)")
+        state = await self.tasks.get(task_id)
+        raw = real.read_bytes()[: limit + 1]
+        if len(raw) > limit:
+            raise InvalidInput("path", f"{path} grew past the limit of {limit} bytes while being read")
+        data, redactions = self.redactor.redact_bytes(raw)
+        text = data.decode("utf-8", "replace")
+        ref = await self.engine.refs.put(data, MEDIA_TEXT)
+        digest = ref.rsplit(":", 1)[1]
+        prev = state.files.get(str(real))
+        answer: dict[str, Any] = {
+            "path": str(real), "sha256": short_ref(digest).rsplit(":", 1)[1], "size": st.st_size,
+            "mtime": round(st.st_mtime, 3), "tokens": fast_tokens(text), "ref": short_ref(digest),
+            "changed": None if prev is None else prev.get("sha256") != digest,
+        }
+        if redactions:
+            answer["redacted"] = sum(redactions.values())
+        payload = {"path": str(real), "sha256": digest, "mtime": st.st_mtime, "size": st.st_size, "ref": ref,
+                   "tokens": answer["tokens"], "response_tokens": answer_tokens(answer)}
+        state = await self.tasks.append(task_id, "file_read", payload, agent=agent)
+        answer["version"] = state.version
+        return answer
+
+    # -- decisions, constraints, head ------------------------------------------------------
+    async def observe_text(self, task_id: str, kind: str, text: str | None, agent: str | None = None) -> dict[str, Any]:
+        if isinstance(text, str):
+            text = clean_text(text)
+        if kind in ("head", "contract"):
+            if not isinstance(text, str) or not text.strip():
+                raise InvalidInput("text", f"kind='{kind}' needs the text of the {kind}")
+            return await self.tasks.record_head(task_id, kind, self.redactor.scrub(text), agent=agent)
+        body = check_text("text", self.redactor.scrub(text) if isinstance(text, str) else text)
+        event = "decision_added" if kind == "decision" else "constraint_added"
+        state = await self.tasks.append(task_id, event, {"text": body}, agent=agent)
+        return {"recorded": event, "version": state.version, "seal": "sha256:" + state.seal}
+
+    # -- recall ------------------------------------------------------------------------------
+    async def recall(self, ref: str, op: str, task_id: str | None = None, **query: Any) -> tuple[dict[str, Any], str]:
+        """Run one recall op on a stored payload: (structured answer, model-facing text).
+
+        The bytes come through ``RefStore.get`` (re-hashed on every read); the text is the
+        recalled part under a one-line header, not JSON-escaped.
+        """
+        from bosun.core.offload.query import run_query
+
+        digest = await self.resolve(ref)
+        data = await self.engine.refs.get(digest)
+        res = run_query(data, op, **query)
+        out: dict[str, Any] = {"ref": short_ref(digest), "op": op, "text": res.text, "total_bytes": res.total_bytes,
+                               "total_lines": res.total_lines, "truncated": res.truncated}
+        if res.note:
+            out["note"] = res.note
+        out.update(res.extra)
+        meta = {k: v for k, v in out.items() if k not in ("text", "ref", "recall")}
+        text = f"[{short_ref(digest)} {' '.join(f'{k}={v}' for k, v in meta.items())}]\n{res.text}"
+        if task_id is not None:
+            await self.note_recall(task_id, make_ref(digest), op, estimate_tokens(text))
+        return out, text
+
+    async def note_recall(self, task_id: str, ref: str, op: str, tokens: int) -> None:
+        await self.tasks.append(task_id, "recalled", {"ref": ref, "op": op, "tokens": tokens})
+
+
+def offload_of(engine: Engine) -> OffloadService:
+    svc = engine.extensions.get(EXTENSION_KEY)
+    if not isinstance(svc, OffloadService):
+        svc = OffloadService(engine)
+        engine.extensions[EXTENSION_KEY] = svc
+    return svc

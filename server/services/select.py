@@ -1,0 +1,283 @@
+"""Resolve select_context items (inline text, refs, policy names) and run a selection.
+
+Shared by the ``select_context`` tool and ``bosun select``: both turn the
+caller's items into texts, embed them through ``engine.embed`` (cached by
+content hash, so re-selecting the same candidates does not re-embed), and hand
+the vectors to ``bosun.core.selection.select``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from bosun.core.errors import InvalidInput, NotFound
+from bosun.core.selection.select import DEFAULT_STRATEGY, STRATEGIES, Params, Pool, Selection, select
+from bosun.core.tokens import estimate_tokens
+
+MAX_ITEM_BYTES = 1_000_000
+MAX_CANDIDATES = 4_000  # the similarity matrix is n x n float32: 64 MB at this size
+MAX_CONTEXT = 4_000
+MAX_GOAL_BYTES = 100_000
+ITEM_KEYS = {"id", "text", "ref", "policy", "source", "metadata"}
+
+
+@dataclass
+class Item:
+    """A candidate or context item after validation, with its text resolved."""
+
+    id: str
+    index: int
+    kind: str  # text | ref | policy
+    text: str = ""
+    source: str | None = None
+    metadata: dict[str, Any] | None = None
+    ref: str | None = None
+    policy: str | None = None
+    tokens: int = 0
+
+
+@dataclass
+class Outcome:
+    """A selection with the items it was made over and what it cost."""
+
+    selection: Selection
+    candidates: list[Item]
+    context: list[Item]
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@lru_cache(maxsize=32_768)
+def _tokens(text: str) -> int:
+    return estimate_tokens(text)
+
+
+def parse_items(field_name: str, raw: Any, prefix: str) -> list[Item]:
+    """Validate a list of strings or ``{id, text | ref | policy, source, metadata}`` objects."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InvalidInput(field_name, "must be a list", "strings or {id, text | ref | policy, source, metadata}")
+    items: list[Item] = []
+    seen: dict[str, int] = {}
+    for i, value in enumerate(raw):
+        where = f"{field_name}[{i}]"
+        if isinstance(value, str):
+            item = Item(id=f"{prefix}{i}", index=i, kind="text", text=value)
+        elif isinstance(value, dict):
+            item = _parse_object(where, value, i, prefix)
+        else:
+            raise InvalidInput(where, f"is a {type(value).__name__}", "a string or {id, text | ref | policy}")
+        if item.kind == "text":
+            _check_text(f"{where}" + ("" if isinstance(value, str) else ".text"), item.text)
+        if item.id in seen:
+            raise InvalidInput(f"{where}.id", f"duplicate id {item.id!r} (also {field_name}[{seen[item.id]}])",
+                               "a unique id per item")
+        seen[item.id] = i
+        items.append(item)
+    return items
+
+
+def _parse_object(where: str, value: dict[str, Any], i: int, prefix: str) -> Item:
+    unknown = sorted(set(value) - ITEM_KEYS)
+    if unknown:
+        raise InvalidInput(where, f"unknown keys {unknown}", ", ".join(sorted(ITEM_KEYS)))
+    given = [k for k in ("text", "ref", "policy") if value.get(k) is not None]
+    if len(given) != 1:
+        raise InvalidInput(where, f"needs exactly one of text, ref, policy (got {given or 'none'})",
+                           "{id, text} or {id, ref} or {id, policy}")
+    kind = given[0]
+    if not isinstance(value[kind], str):
+        raise InvalidInput(f"{where}.{kind}", "must be a string")
+    ident = value.get("id")
+    if ident is None:
+        ident = value[kind] if kind == "policy" else f"{prefix}{i}"
+    if not isinstance(ident, str | int) or isinstance(ident, bool) or not str(ident).strip():
+        raise InvalidInput(f"{where}.id", "must be a non-empty string")
+    source = value.get("source")
+    if source is not None and not isinstance(source, str):
+        raise InvalidInput(f"{where}.source", "must be a string")
+    meta = value.get("metadata")
+    if meta is not None and not isinstance(meta, dict):
+        raise InvalidInput(f"{where}.metadata", "must be an object")
+    item = Item(id=str(ident), index=i, kind=kind, source=source, metadata=meta)
+    if kind == "text":
+        item.text = value["text"]
+    elif kind == "ref":
+        item.ref = value["ref"]
+    else:
+        item.policy = value["policy"]
+    return item
+
+
+def _check_text(where: str, text: str) -> None:
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(where, "is not valid UTF-8 (lone surrogate)") from exc
+    if size > MAX_ITEM_BYTES:
+        raise InvalidInput(where, f"is {size:,} bytes; the limit is {MAX_ITEM_BYTES:,}",
+                           "split it, or store it and pass a smaller excerpt")
+    if not text.strip():
+        raise InvalidInput(where, "is empty or whitespace", "the item's text")
+
+
+async def resolve(engine: Any, field_name: str, items: list[Item]) -> None:
+    """Fill in the text of ref and policy items (refs are verified against their hash on read)."""
+    from bosun.store.refs import make_ref, parse_ref
+
+    policies: Any = None
+    for item in items:
+        where = f"{field_name}[{item.index}]"
+        if item.kind == "ref":
+            assert item.ref is not None
+            digest = parse_ref(item.ref, f"{where}.ref")
+            try:
+                data = await engine.refs.get(digest)
+            except NotFound as exc:
+                raise NotFound("ref", f"{where}.ref = {make_ref(digest)}",
+                               "store it first (observe), or pass the text inline") from exc
+            try:
+                item.text = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InvalidInput(f"{where}.ref", "points at binary data, not UTF-8 text") from exc
+            _check_text(f"{where}.ref", item.text)
+            item.source = item.source or make_ref(digest)
+        elif item.kind == "policy":
+            assert item.policy is not None
+            if policies is None:
+                policies = _policy_service(engine)
+            try:
+                policy = await policies.get(item.policy)
+            except NotFound as exc:
+                raise NotFound("policy", f"{where}.policy = {item.policy}", exc.args[0]) from exc
+            item.text = policy.text
+            _check_text(f"{where}.policy", item.text)
+            item.source = item.source or f"bosun://policy/{policy.name}"
+
+
+def _policy_service(engine: Any) -> Any:
+    """The route engineer's warm policy index (engine.extensions["policies"])."""
+    svc = engine.extensions.get("policies")
+    if svc is None:
+        try:
+            from bosun.server.services.policies import service_of
+        except ImportError as exc:
+            raise InvalidInput("policy", "this server has no policy index", "pass the text inline") from exc
+        svc = service_of(engine)
+    return svc
+
+
+def check_goal(goal: Any) -> str:
+    if not isinstance(goal, str):
+        raise InvalidInput("goal", "must be a string", "what the context is for, in words")
+    size = len(goal.encode("utf-8", "surrogatepass"))
+    if not goal.strip():
+        raise InvalidInput("goal", "is empty or whitespace", "what the context is for, in words")
+    if size > MAX_GOAL_BYTES:
+        raise InvalidInput("goal", f"is {size:,} bytes; the limit is {MAX_GOAL_BYTES:,}", "a shorter goal")
+    return goal
+
+
+def check_budget(budget: Any) -> int:
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise InvalidInput("budget_tokens", "must be an integer", "a token count >= 0")
+    if budget < 0:
+        raise InvalidInput("budget_tokens", f"{budget} is negative", "a token count >= 0")
+    return budget
+
+
+async def run_selection(
+    engine: Any,
+    goal: Any,
+    candidates: Any,
+    context: Any = None,
+    budget_tokens: Any = 2000,
+    strategy: str = DEFAULT_STRATEGY,
+    params: Params | None = None,
+    explain: int = 10,
+) -> Outcome:
+    """Validate, resolve, embed and select; raises InvalidInput/NotFound naming the field."""
+    t0 = time.perf_counter()
+    goal = check_goal(goal)
+    budget = check_budget(budget_tokens)
+    if strategy not in STRATEGIES:
+        raise InvalidInput("strategy", f"unknown strategy {strategy!r}", ", ".join(STRATEGIES))
+    params = params or Params()
+    params.check()
+    cands = parse_items("candidates", candidates, "c")
+    ctx = parse_items("context", context, "ctx")
+    if len(cands) > MAX_CANDIDATES:
+        raise InvalidInput("candidates", f"{len(cands)} items; the limit is {MAX_CANDIDATES}",
+                           "pre-filter (route, recall grep) before selecting")
+    if len(ctx) > MAX_CONTEXT:
+        raise InvalidInput("context", f"{len(ctx)} items; the limit is {MAX_CONTEXT}", "the items in the prompt now")
+    await resolve(engine, "candidates", cands)
+    await resolve(engine, "context", ctx)
+    t1 = time.perf_counter()
+    for item in cands:
+        item.tokens = _tokens(item.text)
+    if not cands:
+        sel = Selection(strategy=strategy, budget_tokens=budget, note="no candidates to select from")
+        return Outcome(sel, cands, ctx, {"resolve": (t1 - t0) * 1000})
+    vecs = np.asarray(await engine.embed([goal] + [c.text for c in cands] + [c.text for c in ctx]))
+    t2 = time.perf_counter()
+    n = len(cands)
+    pool = Pool(
+        goal=vecs[0],
+        candidates=vecs[1 : n + 1],
+        tokens=[c.tokens for c in cands],
+        labels=[c.id for c in cands],
+        context=vecs[n + 1 :] if ctx else None,
+        context_labels=[f"context {c.id}" for c in ctx],
+        candidate_texts=[c.text for c in cands],
+        goal_text=goal,
+        context_texts=[c.text for c in ctx],
+    )
+    sel = select(pool, budget, strategy, params, explain=explain)
+    t3 = time.perf_counter()
+    return Outcome(sel, cands, ctx, {"resolve": (t1 - t0) * 1000, "embed": (t2 - t1) * 1000,
+                                     "select": (t3 - t2) * 1000})
+
+
+def to_result(out: Outcome, show_rejected: int = 5, include_text: bool = False) -> dict[str, Any]:
+    """The tool's answer: the picks in order, then the strongest rejections (the forensic view)."""
+    sel = out.selection
+    selected = []
+    for rank, pick in enumerate(sel.selected, 1):
+        item = out.candidates[pick.index]
+        row: dict[str, Any] = {
+            "id": item.id, "rank": rank, "tokens": pick.tokens, "relevance": round(pick.relevance, 3),
+            "novelty": round(pick.novelty, 3), "score": round(pick.score, 3), "why": pick.why,
+        }
+        if item.source:
+            row["source"] = item.source
+        if item.metadata:
+            row["metadata"] = item.metadata
+        if include_text:
+            row["text"] = item.text
+        selected.append(row)
+    rejected = []
+    for rej in sel.rejected[: max(0, show_rejected)]:
+        row = {"id": out.candidates[rej.index].id, "reason": rej.reason, "why": rej.why,
+               "relevance": round(rej.relevance, 3), "novelty": round(rej.novelty, 3), "tokens": rej.tokens}
+        if rej.redundant_with:
+            row["redundant_with"] = rej.redundant_with.removeprefix("context ")
+        rejected.append(row)
+    result: dict[str, Any] = {
+        "selected": selected,
+        "tokens_used": sel.tokens_used,
+        "budget_tokens": sel.budget_tokens,
+        "strategy": sel.strategy,
+        "candidates": len(out.candidates),
+        "rejected": rejected,
+        "rejected_total": sel.rejected_total,
+        "rejected_counts": sel.rejected_counts,
+    }
+    if sel.note:
+        result["note"] = sel.note
+    return result

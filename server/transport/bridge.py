@@ -1,0 +1,347 @@
+"""``bosun stdio``: relay a host's stdio MCP session to the shared daemon over HTTP.
+
+Every harness on a machine then shares one warm process (one model load, one
+state). The relay is stdlib-only so it starts in tens of milliseconds: it
+forwards each JSON-RPC line as one POST, writes each response message back as
+one stdout line, and never writes anything else to stdout. If the daemon is
+not running it starts one (a file lock makes simultaneous starts produce
+one daemon); if the daemon restarts mid-session, the relay replays the
+session's ``initialize`` so the host never notices.
+"""
+
+from __future__ import annotations
+
+import base64
+import fcntl
+import http.client
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, BinaryIO
+from urllib.parse import urlsplit
+
+from bosun.server.transport.daemon_file import LOCK_FILE, LOG_FILE, health_url, pid_alive, read_daemon_file
+
+PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
+NAME_BEARING_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_HEADER_SAFE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
+_B64_SENTINEL = re.compile(r"=\?base64\?[A-Za-z0-9+/=]*\?=")
+START_TIMEOUT_S = 60.0
+
+
+class _NoDelayConnection(http.client.HTTPConnection):
+    """Keep-alive connection with Nagle off: small JSON-RPC posts must not wait for delayed ACKs."""
+
+    def connect(self) -> None:
+        super().connect()
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+
+class DaemonUnavailable(RuntimeError):
+    """No daemon could be found or started; the message says why."""
+
+
+def _encode_header_value(value: str) -> str:
+    """Same encoding as the SDK's ``encode_header_value`` (kept here to avoid importing mcp)."""
+    if _HEADER_SAFE.fullmatch(value) and value == value.strip() and not _B64_SENTINEL.fullmatch(value):
+        return value
+    return f"=?base64?{base64.b64encode(value.encode('utf-8')).decode('ascii')}?="
+
+
+def probe(url: str, timeout: float = 1.0) -> bool:
+    """True when something answers /healthz at the daemon's address (200 or 503 both count)."""
+    parts = urlsplit(health_url(url))
+    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout)
+    try:
+        conn.request("GET", parts.path)
+        status = conn.getresponse().status
+    except OSError:
+        return False
+    finally:
+        conn.close()
+    return status in (200, 503)
+
+
+def find_daemon(home: Path) -> dict[str, Any] | None:
+    data = read_daemon_file(home)
+    if data and pid_alive(data.get("pid")) and probe(str(data["url"])):
+        return data
+    return None
+
+
+def ensure_daemon(home: Path, extra_args: list[str] | None = None, start: bool = True) -> dict[str, Any]:
+    """The running daemon of ``home``, starting one (detached) if none answers."""
+    found = find_daemon(home)
+    if found or not start:
+        if found:
+            return found
+        raise DaemonUnavailable(f"no bosun daemon is running for {home}")
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / LOCK_FILE, "a+") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two bridges starting at once: the second waits, then finds it
+        try:
+            found = find_daemon(home)
+            if found:
+                return found
+            return _spawn(home, extra_args or [])
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _spawn(home: Path, extra_args: list[str]) -> dict[str, Any]:
+    port = os.environ.get("BOSUN_PORT", "").strip() or "0"
+    cmd = [sys.executable, "-m", "bosun", "serve", "--home", str(home), "--port", port, *extra_args]
+    log_path = home / LOG_FILE
+    # the daemon is shared by every harness: one host's tool filter must not narrow it for all
+    env = {k: v for k, v in os.environ.items() if k != "BOSUN_TOOLS"}
+    with open(log_path, "ab") as log:
+        proc = subprocess.Popen(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, env=env
+        )
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-2000:]
+            raise DaemonUnavailable(f"bosun daemon exited with code {proc.returncode}; log {log_path}:\n{tail}")
+        data = read_daemon_file(home)
+        if data and data.get("pid") == proc.pid and probe(str(data["url"])):
+            return data
+        time.sleep(0.02)
+    raise DaemonUnavailable(f"bosun daemon did not answer within {START_TIMEOUT_S:.0f}s; see {log_path}")
+
+
+class Relay:
+    """One stdio session relayed to the daemon's streamable HTTP endpoint."""
+
+    def __init__(self, home: Path, daemon: dict[str, Any], out: BinaryIO, extra_args: list[str]) -> None:
+        self.home = home
+        self.extra_args = extra_args
+        self.out = out
+        self.out_lock = threading.Lock()
+        self.state_lock = threading.Lock()
+        self.local = threading.local()
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.init_messages: list[dict[str, Any]] = []  # replayed if the daemon restarts
+        self.generation = 0
+        self.tool_filter = {t.strip() for t in os.environ.get("BOSUN_TOOLS", "").split(",") if t.strip()}
+        self.list_ids: set[Any] = set()  # ids of in-flight tools/list requests (filtered per host)
+        self._use(daemon)
+
+    def _use(self, daemon: dict[str, Any]) -> None:
+        parts = urlsplit(str(daemon["url"]))
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        self.path = parts.path or "/mcp"
+        self.token = daemon.get("token")
+        self.generation += 1
+
+    # -- HTTP ------------------------------------------------------------------------------
+    def _conn(self) -> http.client.HTTPConnection:
+        conn = getattr(self.local, "conn", None)
+        if conn is None or getattr(self.local, "generation", -1) != self.generation:
+            conn = _NoDelayConnection(self.host, self.port, timeout=None)
+            self.local.conn = conn
+            self.local.generation = self.generation
+        return conn
+
+    def _headers(self, msg: dict[str, Any] | list[Any]) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        if self.session_id:
+            headers["Mcp-Session-Id"] = self.session_id
+        version = None
+        if isinstance(msg, dict):
+            params = msg.get("params")
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            if isinstance(meta, dict) and isinstance(meta.get(PROTOCOL_VERSION_META_KEY), str):
+                version = meta[PROTOCOL_VERSION_META_KEY]
+                method = msg.get("method")
+                if isinstance(method, str):
+                    headers["Mcp-Method"] = method
+                    key = NAME_BEARING_METHODS.get(method)
+                    value = params.get(key) if key and isinstance(params, dict) else None
+                    if isinstance(value, str):
+                        headers["Mcp-Name"] = _encode_header_value(value)
+        version = version or self.protocol_version
+        if version:
+            headers["MCP-Protocol-Version"] = version
+        return headers
+
+    def _post(self, msg: dict[str, Any] | list[Any], emit: bool = True) -> int:
+        body = json.dumps(msg, separators=(",", ":")).encode()
+        conn = self._conn()
+        try:
+            conn.request("POST", self.path, body=body, headers=self._headers(msg))
+            resp = conn.getresponse()
+        except (OSError, http.client.HTTPException):
+            conn.close()
+            self.local.conn = None
+            raise
+        sid = resp.getheader("Mcp-Session-Id")
+        if sid:
+            self.session_id = sid
+        ctype = (resp.getheader("Content-Type") or "").lower()
+        if ctype.startswith("text/event-stream"):
+            self._relay_sse(resp, msg, emit)
+        else:
+            data = resp.read()
+            if resp.status >= 400 and resp.status != 404:
+                self._http_error(msg, resp.status, data)
+            elif data.strip() and resp.status < 400:
+                self._note_init(msg, data)
+                if emit:
+                    self._write(data)
+        return resp.status
+
+    def _relay_sse(self, resp: http.client.HTTPResponse, msg: Any, emit: bool) -> None:
+        data_lines: list[bytes] = []
+        while True:
+            line = resp.readline()
+            if not line:
+                break
+            line = line.rstrip(b"\r\n")
+            if not line:
+                if data_lines:
+                    payload = b"\n".join(data_lines)
+                    data_lines = []
+                    if payload.strip():
+                        self._note_init(msg, payload)
+                        if emit:
+                            self._write(payload)
+                continue
+            if line.startswith(b"data:"):
+                data_lines.append(line[5:].lstrip(b" "))
+        if data_lines and emit:
+            self._write(b"\n".join(data_lines))
+
+    def _note_init(self, msg: Any, payload: bytes) -> None:
+        if isinstance(msg, dict) and msg.get("method") == "initialize":
+            try:
+                version = json.loads(payload).get("result", {}).get("protocolVersion")
+            except (ValueError, AttributeError):
+                return
+            if isinstance(version, str):
+                self.protocol_version = version
+
+    def _http_error(self, msg: Any, status: int, data: bytes) -> None:
+        try:
+            parsed = json.loads(data)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and "error" in parsed and isinstance(msg, dict) and "id" in msg:
+            parsed["id"] = msg["id"]
+            self._write(json.dumps(parsed).encode())
+            return
+        text = data.decode(errors="replace")[:300]
+        self._error(msg, -32000, f"bosun daemon answered HTTP {status}: {text}")
+
+    def _error(self, msg: Any, code: int, message: str) -> None:
+        if isinstance(msg, dict) and msg.get("id") is not None:
+            err = {"jsonrpc": "2.0", "id": msg["id"], "error": {"code": code, "message": message}}
+            self._write(json.dumps(err).encode())
+
+    def _filter_tools(self, payload: bytes) -> bytes:
+        """Apply this host's BOSUN_TOOLS to a tools/list answer (the daemon serves everyone)."""
+        try:
+            msg = json.loads(payload)
+        except ValueError:
+            return payload
+        if not isinstance(msg, dict) or msg.get("id") not in self.list_ids:
+            return payload
+        result = msg.get("result")
+        if isinstance(result, dict) and isinstance(result.get("tools"), list):
+            result["tools"] = [t for t in result["tools"] if isinstance(t, dict) and t.get("name") in self.tool_filter]
+            return json.dumps(msg, separators=(",", ":")).encode()
+        return payload
+
+    def _write(self, payload: bytes) -> None:
+        if self.tool_filter and self.list_ids and b'"tools"' in payload:
+            payload = self._filter_tools(payload)
+        line = payload.replace(b"\n", b" ").strip() + b"\n"
+        with self.out_lock:
+            self.out.write(line)
+            self.out.flush()
+
+    # -- messages --------------------------------------------------------------------------
+    def handle(self, msg: dict[str, Any] | list[Any]) -> None:
+        """Forward one message; on a lost daemon or session, restart and replay, then retry once."""
+        is_init = isinstance(msg, dict) and msg.get("method") in ("initialize", "notifications/initialized")
+        if self.tool_filter and isinstance(msg, dict) and msg.get("method") == "tools/list":
+            self.list_ids.add(msg.get("id"))
+        if is_init and isinstance(msg, dict):
+            self.init_messages.append(msg)
+        generation = self.generation
+        try:
+            status = self._post(msg)
+        except (OSError, http.client.HTTPException):
+            status = -1
+        if status in (-1, 404) and not is_init:
+            try:
+                self._recover(generation)
+                status = self._post(msg)
+            except (OSError, http.client.HTTPException, DaemonUnavailable) as exc:
+                self._error(msg, -32000, f"bosun daemon unavailable: {exc}")
+                return
+        if status == -1:
+            self._error(msg, -32000, "bosun daemon unavailable")
+        elif status == 404:
+            self._error(msg, -32001, "bosun daemon lost this session; restart the MCP server in your host")
+
+    def _recover(self, generation: int) -> None:
+        with self.state_lock:
+            if self.generation != generation:
+                return  # another thread already recovered
+            daemon = ensure_daemon(self.home, self.extra_args)
+            self._use(daemon)
+            self.session_id = None
+            for init in self.init_messages:
+                self._post(init, emit=False)
+
+    def close(self) -> None:
+        if self.session_id:
+            try:
+                conn = self._conn()
+                conn.request("DELETE", self.path, headers=self._headers({}))
+                conn.getresponse().read()
+            except (OSError, http.client.HTTPException):
+                pass
+
+
+def run_bridge(home: Path, extra_args: list[str]) -> int:
+    """Relay stdin to the daemon until EOF. Returns the process exit code."""
+    stdout = sys.stdout.buffer
+    sys.stdout = sys.stderr  # nothing but protocol messages may reach the real stdout
+    try:
+        daemon = ensure_daemon(home, extra_args)
+    except DaemonUnavailable as exc:
+        print(f"bosun stdio: {exc}", file=sys.stderr)
+        return 1
+    relay = Relay(home, daemon, stdout, extra_args)
+    pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="bosun-relay")
+    stdin = sys.stdin.buffer
+    for raw in stdin:
+        raw = raw.strip()
+        if not raw:
+            continue
+        try:
+            msg = json.loads(raw)
+        except ValueError:
+            relay._write(b'{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}')
+            continue
+        # initialize and notifications go in order on this thread; requests run concurrently
+        if isinstance(msg, dict) and ("id" not in msg or msg.get("method") == "initialize"):
+            relay.handle(msg)
+        else:
+            pool.submit(relay.handle, msg)
+    pool.shutdown(wait=True)
+    relay.close()
+    return 0

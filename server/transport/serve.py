@@ -1,0 +1,192 @@
+"""Run the daemon: streamable HTTP, stdio, or both, over one Engine.
+
+HTTP binds its own socket first so the real port (``--port 0`` picks a free
+one) is known before ``daemon.json`` is written. Anything bound beyond
+loopback requires a bearer token.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import anyio
+import uvicorn
+from mcp.server import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+
+import bosun
+from bosun.server.app import create_server
+from bosun.server.config import Config
+from bosun.server.engine import Engine
+from bosun.server.transport.daemon_file import remove_daemon_file, write_daemon_file
+
+log = logging.getLogger("bosun.serve")
+
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+PUBLIC_PATHS = ("/healthz",)
+
+
+class ServeError(RuntimeError):
+    """The daemon cannot start as configured (the message says why)."""
+
+
+def is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerAuth:
+    """Plain ASGI middleware: every path but /healthz needs ``Authorization: Bearer <token>``.
+
+    The SDK's OAuth resource-server mode would advertise an authorization
+    server bosun does not have; a shared secret is the honest model here.
+    """
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope.get("path") not in PUBLIC_PATHS:
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 401,
+                        "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer")],
+                    }
+                )
+                await send({"type": "http.response.body", "body": b'{"error":"missing or wrong bearer token"}'})
+                return
+        await self.app(scope, receive, send)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # proto set: asyncio then turns Nagle off
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from exc
+    sock.listen(512)
+    sock.setblocking(False)
+    return sock
+
+
+def http_app(mcp: MCPServer[Any], host: str, token: str | None) -> Any:
+    if not is_loopback(host) and not token:
+        raise ServeError(f"binding to {host} exposes bosun beyond this machine: set BOSUN_TOKEN (a bearer token)")
+    security = None
+    if not is_loopback(host):
+        # bearer auth protects a non-loopback bind; Host-header allowlists would break sidecar names
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = mcp.streamable_http_app(host=host, transport_security=security)
+    return BearerAuth(app, token) if token else app
+
+
+async def serve(
+    config: Config,
+    *,
+    http: bool = True,
+    stdio: bool = False,
+    engine: Engine | None = None,
+    write_daemon: bool = True,
+) -> None:
+    """Serve until stopped: SIGTERM/SIGINT, or stdin EOF when stdio is on."""
+    engine = engine or Engine(config)
+    mcp = create_server(engine)
+    stop = anyio.Event()
+    if http:  # fail before anything starts: a clear ServeError, not a task-group traceback
+        app = http_app(mcp, config.host, config.token)
+        sock = bind_socket(config.host, config.port)
+        url = f"http://{_url_host(config.host)}:{sock.getsockname()[1]}/mcp"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_watch_signals, stop)
+        if http:
+            uv = uvicorn.Server(
+                uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=3)
+            )
+            # bosun handles SIGTERM/SIGINT itself (stopping stdio and HTTP together)
+            uv.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
+
+            async def run_http() -> None:
+                try:
+                    await uv.serve(sockets=[sock])
+                finally:
+                    stop.set()
+
+            async def stop_http() -> None:
+                await stop.wait()
+                uv.should_exit = True
+
+            tg.start_soon(run_http)
+            tg.start_soon(stop_http)
+            if write_daemon:
+                while not uv.started and not stop.is_set():
+                    await anyio.sleep(0.01)
+                write_daemon_file(config.home, url, config.token, bosun.__version__)
+            log.warning("bosun %s serving %s (home %s)", bosun.__version__, url, config.home)
+        try:
+            if stdio:
+                await mcp.run_stdio_async()  # returns when the host closes stdin
+                _divert_stdout()
+                stop.set()
+            else:
+                await stop.wait()
+        finally:
+            if http and write_daemon:
+                remove_daemon_file(config.home)
+            stop.set()
+            tg.cancel_scope.deadline = anyio.current_time() + 8  # uvicorn drains in <= 3 s
+
+
+def _divert_stdout() -> None:
+    """After the stdio session ends, point fd 1 at stderr for the rest of the process.
+
+    The SDK restores fd 1 when it stops serving; a model load still running in a
+    worker thread (or a library's atexit print) must not reach the host's pipe.
+    """
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+
+def _url_host(host: str) -> str:
+    if host in ("0.0.0.0", "::", ""):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+async def _watch_signals(stop: anyio.Event) -> None:
+    """Set ``stop`` on SIGTERM/SIGINT/SIGHUP; return as soon as ``stop`` is set either way."""
+    async with anyio.create_task_group() as tg:
+
+        async def receive() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
+                async for _ in signals:
+                    stop.set()
+                    return
+
+        tg.start_soon(receive)
+        await stop.wait()
+        tg.cancel_scope.cancel()
