@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from bosun.core.audit.claims import STOPWORDS, content_tokens, stem
+from bosun.core.audit.claims import content_tokens
+from bosun.core.text import STOPWORDS, stem
 
 ALIGNMENT_MIN = 0.6  # share of the claim's other content the evidence must cover
 
