@@ -21,6 +21,7 @@ import bosun
 from bosun.core.embedding import CachingEmbedder, Embedder, Vectors, text_key
 from bosun.core.errors import BosunError
 from bosun.server.config import Config
+from bosun.server.services.audit import AuditService
 from bosun.store.db import open_db
 from bosun.store.embeddings import SQLiteEmbeddingStore
 from bosun.store.refs import BlobWriter, RefStore, SQLiteRefStore
@@ -130,6 +131,14 @@ class Engine:
         if key not in self.extensions:
             self.extensions[key] = factory(self)
         return cast(T, self.extensions[key])
+
+    @property
+    def audit(self) -> AuditService:
+        return self.extension("audit", lambda engine: AuditService(engine))
+
+    async def model_id(self) -> str:
+        """The warm model's id (waits for the model like ``embedder``)."""
+        return (await self.embedder()).model_id()
 
     def model_ready(self) -> bool:
         return self.model_state == "ready"
