@@ -61,3 +61,30 @@ def embed_cached(emb: Any, texts: list[str]) -> Any:
             cache[keys[i]] = vec
         np.savez(path, **cache)
     return np.vstack([cache[k] for k in keys]) if keys else np.zeros((0, emb.dimension()), np.float32)
+
+
+SPLIT_SALT = "bosun-route-split-2026-11-30"
+
+
+def split_of(qid: str) -> str:
+    """'tune' (about 70%) or 'heldout': fixed by a salted hash of the query id, chosen before any result."""
+    import hashlib
+
+    return "tune" if hashlib.sha256(f"{SPLIT_SALT}:{qid}".encode()).digest()[0] < 179 else "heldout"
+
+
+def policy_corpus(name: str) -> tuple[list[Policy], list[dict[str, Any]]]:
+    """A labelled policy corpus of this repo ('demo' or 'heldout') as (policies, queries in MetaTool's shape)."""
+    from bosun.core.routing.metrics import parse_labelled
+    from bosun.server.services.policies import scan_corpus
+
+    corpus, labels = {
+        "demo": (REPO / "server" / "policies", REPO / "examples" / "policies-labelled.jsonl"),
+        "heldout": (REPO / "examples" / "policies-heldout", REPO / "examples" / "policies-heldout-labelled.jsonl"),
+    }[name]
+    pols = scan_corpus([corpus]).policies
+    rows = parse_labelled(labels.read_text().splitlines())
+    qs = [{"qid": f"{name}-{i}", "query": r.prompt, "relevant": list(r.expected),
+           "kind": ("multi" if len(r.expected) > 1 else "single") if r.expected else "awareness_neg"}
+          for i, r in enumerate(rows)]
+    return pols, qs
