@@ -36,15 +36,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bosun.core.actions import (
+    args_hash,
+    error_signature,
+    short_args,  # what observe journals: the same cut
+)
 from bosun.core.guard.invariants import RuleSet, parse_rules
-from bosun.core.guard.loopguard import LoopGuard, args_hash, error_signature, is_mutating_tool
+from bosun.core.guard.loopguard import LoopGuard, is_mutating_tool
 from bosun.core.guard.precheck import evaluate
 from bosun.core.guard.shell_effects import analyse
 from bosun.core.redact import Redactor, redact_value
 from bosun.core.task.replay import apply_event
 from bosun.core.task.state import Event, TaskState
 from bosun.core.tokens import estimate_tokens
-from bosun.server.services.offload import short_args  # what observe journals: the same cut
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("BOSUN_SHARED", ROOT.parent / "shared"))

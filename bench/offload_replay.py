@@ -44,8 +44,7 @@ from bosun.core.offload.query import run_query
 from bosun.core.tokens import estimate_tokens
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.services.offload import _compact, offload_of
-from bosun.server.services.tasks import tasks_of
+from bosun.server.surface import compact as _compact
 
 SHARED = Path(os.environ.get("BOSUN_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
 DATA = SHARED / "data" / "trajectories" / "miniswe-dev.jsonl.gz"
@@ -185,8 +184,8 @@ async def replay_run(
     from bosun.core.offload.compaction import plan_compaction
     from bosun.core.offload.offload import get_mode
 
-    svc = offload_of(engine)
-    tasks = tasks_of(engine)
+    svc = engine.observe
+    tasks = engine.tasks
     state = await tasks.start(objective=f"replay {run['traj_id']}")
     tid = state.task_id
     calls = run["calls"]
@@ -245,7 +244,7 @@ async def replay_run(
                         res.recall_tokens += cost
                         items.append(Item(t, [(t, cost)], q.text))
                         texts.append(q.text)
-                        await svc.note_recall(tid, refs[src_i] or "", rc["op"], cost)
+                        await engine.recall.note_recall(tid, refs[src_i] or "", rc["op"], cost)
                         budget -= 1
                     joined = "\n".join(texts)
                     for nd in nds:
@@ -439,9 +438,8 @@ async def main() -> None:
     t0 = time.perf_counter()
     results = [await replay_run(engine, run, args.mode, schema, args.compact_every) for run in runs]
     elapsed = time.perf_counter() - t0
-    from bosun.server.services.ledger import overall_ledger
 
-    ledger = await overall_ledger(engine)
+    ledger = await engine.ledger.overall()
     await engine.close()
 
     nets = [r.net for r in results]

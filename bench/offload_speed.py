@@ -33,8 +33,6 @@ from bosun.core.offload.query import run_query
 from bosun.server.commands.verify import verify_task
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.services.offload import offload_of
-from bosun.server.services.tasks import tasks_of
 
 SHARED = Path(os.environ.get("BOSUN_SHARED", Path(__file__).resolve().parents[1].parent / "shared"))
 DATA = SHARED / "data" / "trajectories" / "miniswe-dev.jsonl.gz"
@@ -74,8 +72,8 @@ async def main() -> None:
     base_engine = Engine(Config(home=Path(tempfile.mkdtemp(prefix="bosun-base-")), policies=[]),
                          embedder_factory=lambda _c: HashEmbedder(8))
     await base_engine.open()
-    svc = offload_of(engine)
-    tasks = tasks_of(engine)
+    svc = engine.observe
+    tasks = engine.tasks
     tid = (await tasks.start(objective="speed")).task_id
     text = payload()
     size = len(text.encode())
@@ -137,7 +135,7 @@ async def main() -> None:
     scan_only: list[float] = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
-        blob = await engine.refs.get(await svc.resolve(ref))
+        blob = await engine.refs.get(await svc.resolver.resolve(ref))
         res = run_query(blob, "grep", pattern=r"^FAILED|Traceback", max_matches=20)
         grep.append(time.perf_counter() - t0)
         t0 = time.perf_counter()

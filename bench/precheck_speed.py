@@ -32,12 +32,11 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 from mcp.server import MCPServer
 
+from bosun.core.actions import args_hash
 from bosun.core.embedding import HashEmbedder
-from bosun.core.guard.loopguard import args_hash
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.services.tasks import tasks_of
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = Path(os.environ.get("BOSUN_SHARED", ROOT.parent / "shared"))
@@ -93,7 +92,7 @@ async def prepare(home: Path) -> str:
     """A task with a realistic journal in ``home`` (for the stdio leg, written before the server starts)."""
     engine = Engine(Config(home=home, policies=[]), embedder_factory=lambda _c: HashEmbedder(64))
     async with Client(create_server(engine)):
-        svc = tasks_of(engine)
+        svc = engine.tasks
         state = await svc.start("replay a coding task", plan=["reproduce", "fix", "test"])
         await svc.append_many(state.task_id, [payload(c) for c in history()])
         return state.task_id
@@ -146,7 +145,7 @@ async def memory_leg(calls: int, rounds: int) -> list[str]:
         engine = Engine(Config(home=Path(tmp) / "home", policies=[]), embedder_factory=lambda _c: HashEmbedder(64))
         hist = history()
         async with Client(noop_server()) as noop, Client(create_server(engine)) as bosun:
-            svc = tasks_of(engine)
+            svc = engine.tasks
             state = await svc.start("replay a coding task", plan=["reproduce", "fix", "test"])
             tid = state.task_id
             await svc.append_many(tid, [payload(c) for c in hist])

@@ -1,8 +1,11 @@
 """The Engine: the warm state one bosun process holds for every transport.
 
-It owns the database connection, the stores, and the embedding model, which
-loads in a background task so ``initialize`` is answered at once; tools that
-need the model await ``embedder()``.
+It owns the database connection, the stores, the embedding model (loaded in the
+background so ``initialize`` is answered at once; tools that need it await
+``embedder()``), and one typed service per capability, built together in
+``_compose``. Tools reach a service as an attribute (``engine.tasks``,
+``engine.policies``, ...); background work is owned by ``engine.background`` so a
+shutdown stops it within a deadline.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any
 
 import aiosqlite
 import anyio
@@ -20,8 +23,21 @@ import numpy as np
 import bosun
 from bosun.core.embedding import CachingEmbedder, Embedder, Vectors, text_key
 from bosun.core.errors import BosunError
+from bosun.core.redact import Redactor
+from bosun.server.background import Background
 from bosun.server.config import Config
 from bosun.server.services.audit import AuditService
+from bosun.server.services.checkpoint import CheckpointService
+from bosun.server.services.files import FileService
+from bosun.server.services.handoff import HandoffService
+from bosun.server.services.ledger import LedgerService
+from bosun.server.services.observe import ObserveService
+from bosun.server.services.plan import PlanService
+from bosun.server.services.policies import PolicyService
+from bosun.server.services.precheck import PrecheckService
+from bosun.server.services.recall import RecallService, RefResolver
+from bosun.server.services.select import SelectService
+from bosun.server.services.tasks import TaskService
 from bosun.store.db import open_db
 from bosun.store.embeddings import SQLiteEmbeddingStore
 from bosun.store.refs import BlobWriter, RefStore, SQLiteRefStore
@@ -30,7 +46,7 @@ from bosun.store.schema import SCHEMA_VERSION
 log = logging.getLogger("bosun.engine")
 
 EmbedderFactory = Callable[[Config], Embedder]
-T = TypeVar("T")
+CLOSE_DEADLINE_S = 2.0  # background work gets this long to stop before the stores close
 
 
 class ModelUnavailable(BosunError):
@@ -64,42 +80,63 @@ class Engine:
         self.model_load_seconds: float | None = None
         self.model_ready_at: float | None = None  # wall-clock time the model became ready
         self.model_loads = 0
-        self.extensions: dict[str, Any] = {}  # per-feature warm state (policy index, loop guards, ...)
         self._embed_lock = asyncio.Lock()
+        self.background = Background()
+        self._compose()
+
+    def _compose(self) -> None:
+        """Build every service once, each with what it needs (the one composition point)."""
+        cfg = self.config
+        # one redactor: secrets are scrubbed the same way before anything is hashed, stored or compared
+        self.redactor = Redactor(cfg.redact_disable, cfg.redact_extra)
+        self.tasks = TaskService(self, self.redactor)
+        self.ledger = LedgerService(self.tasks, cfg.prices, cfg.price_model)
+        resolver = RefResolver(self)
+        self.files = FileService(self, self.tasks, self.redactor)
+        self.observe = ObserveService(self, self.tasks, self.redactor, resolver, self.files)
+        self.recall = RecallService(self, self.tasks, resolver)
+        self.precheck = PrecheckService(self, self.tasks, self.redactor, self.ledger)
+        self.handoff = HandoffService(self, self.tasks)
+        self.plan = PlanService(self.tasks, self.ledger)
+        self.checkpoint = CheckpointService(self, self.tasks, self.ledger)
+        self.policies = PolicyService(self)
+        self.select = SelectService(self, self.policies)
+        self.audit = AuditService(self)
 
     # -- lifecycle -------------------------------------------------------------------------
-    async def open(self) -> None:
-        """Open the store and start loading the model in the background."""
+    async def open(self, watch_policies: bool = True) -> None:
+        """Open the store and start loading the model (and the policy corpus) in the background.
+
+        ``watch_policies=False`` is for one-shot CLI commands that never route.
+        """
         self.config.home.mkdir(parents=True, exist_ok=True)
         self.db = await open_db(self.config.db_path)
         path = str(self.config.db_path)
         self._refs = SQLiteRefStore(self.db, None if path == ":memory:" else BlobWriter(path))
         self._embedding_store = SQLiteEmbeddingStore(self.db)
-        self._load_task = asyncio.get_running_loop().create_task(self._load_model())
+        self._load_task = self.background.spawn(self._load_model(), "model-load")
+        if watch_policies:
+            self.policies.start()
 
     async def close(self) -> None:
-        if self._load_task is not None and not self._load_task.done():
-            self._load_task.cancel()
-            try:
-                await self._load_task
-            except (asyncio.CancelledError, Exception):
-                pass
-        for hook in list(self.extensions.values()):
-            closer = getattr(hook, "aclose", None)
-            if closer is not None:
-                await closer()
-        if isinstance(self._refs, SQLiteRefStore):
-            await anyio.to_thread.run_sync(self._refs.close)  # waits for submitted writes
-        if self.db is not None:
-            await self.db.close()
-            self.db = None
+        """Stop background work within ``CLOSE_DEADLINE_S``, then close the stores (never cancelled midway)."""
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLOSE_DEADLINE_S):
+                await self.policies.aclose()
+            await self.background.aclose(CLOSE_DEADLINE_S)
+            await self.tasks.aclose()
+            if self._refs is not None:
+                await self._refs.aclose()  # finishes the writes already submitted
+            if self.db is not None:
+                await self.db.close()
+                self.db = None
 
     async def _load_model(self) -> None:
         self.model_state = "loading"
         self.model_loads += 1
         t0 = time.perf_counter()
         try:
-            inner = await anyio.to_thread.run_sync(self._embedder_factory, self.config)
+            inner = await self.background.in_thread(self._embedder_factory, self.config)
         except Exception as exc:  # the operator must see why; never a silent lexical-only mode
             self.model_state = "failed"
             self.model_error = f"{type(exc).__name__}: {exc}"
@@ -126,15 +163,10 @@ class Engine:
             raise RuntimeError("engine is not open")
         return self.db
 
-    def extension(self, key: str, factory: Callable[[Engine], T]) -> T:
-        """The feature service stored under ``key``, created by ``factory(engine)`` on first use."""
-        if key not in self.extensions:
-            self.extensions[key] = factory(self)
-        return cast(T, self.extensions[key])
-
     @property
-    def audit(self) -> AuditService:
-        return self.extension("audit", lambda engine: AuditService(engine))
+    def extensions(self) -> dict[str, Any]:
+        """Transitional read-only view for code written before the typed attributes (policies only)."""
+        return {"policies": self.policies}
 
     async def model_id(self) -> str:
         """The warm model's id (waits for the model like ``embedder``)."""
@@ -175,7 +207,7 @@ class Engine:
                 if key in missing and key not in first:
                     first[key] = text
             async with self._embed_lock:
-                fresh = await anyio.to_thread.run_sync(emb.inner.embed, list(first.values()))
+                fresh = await self.background.in_thread(emb.inner.embed, list(first.values()))
             for key, vec in zip(first, fresh, strict=True):
                 emb.put(key, vec)
             if self._embedding_store is not None:
@@ -201,6 +233,7 @@ class Engine:
                 "ready_at": self.model_ready_at,
                 "loads": self.model_loads,
             },
+            "route_index": getattr(self.policies, "index_state", dict)(),
             "store": {"path": str(self.config.db_path), "schema_version": SCHEMA_VERSION},
             "uptime_s": round(time.time() - self.started_at, 3),
         }

@@ -91,6 +91,10 @@ class RefStore(Protocol):
 
     async def verify(self, ref: str) -> bool: ...
 
+    async def aclose(self) -> None:
+        """Finish the writes already submitted and release what the store holds (not a shared connection)."""
+        ...
+
 
 _INSERT = "INSERT OR IGNORE INTO refs (sha256, media_type, size, data, created_at) VALUES (?, ?, ?, ?, ?)"
 Blob = tuple[bytes, str]  # bytes, media type
@@ -275,6 +279,10 @@ class SQLiteRefStore:
         """Finish and stop the blob writer (the shared connection is the Engine's to close)."""
         if self.writer is not None:
             self.writer.close()
+
+    async def aclose(self) -> None:
+        if self.writer is not None:
+            await asyncio.to_thread(self.writer.close)  # waits for submitted writes, off the event loop
 
     async def _put_shared_many(self, blobs: list[Blob]) -> list[str]:
         rows, refs = _rows(blobs)

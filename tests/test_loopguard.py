@@ -7,15 +7,9 @@ from typing import Any
 
 import pytest
 
+from bosun.core.actions import args_hash, canonical_args, error_signature
 from bosun.core.errors import InvalidInput
-from bosun.core.guard.loopguard import (
-    LoopGuard,
-    LoopPolicy,
-    args_hash,
-    canonical_args,
-    error_signature,
-    fingerprint,
-)
+from bosun.core.guard.loopguard import LoopGuard, LoopPolicy, fingerprint
 
 
 def ok(g: LoopGuard, tool: str, args: Any, output: str, ref: str | None = None, tokens: int = 10) -> None:

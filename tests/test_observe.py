@@ -21,7 +21,6 @@ from bosun.server.app import create_server
 from bosun.server.commands.verify import verify_task
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.services.ledger import ledger_summary, overall_ledger
 
 PYTEST_OUT = (
     "".join(f"tests/test_mod.py::test_case_{i} PASSED\n" for i in range(400))
@@ -63,9 +62,9 @@ async def test_large_result_is_offloaded_small_passes_through(client: Client, en
     # the failing test name is one recall away
     hit = _sc(await client.call_tool("recall", {"ref": big["ref"], "op": "grep", "pattern": "^FAILED", "task_id": tid}))
     assert hit["text"].startswith("401:FAILED tests/test_mod.py::test_parse_dates")
-    state = await engine.extensions["tasks"].get(tid)
+    state = await engine.tasks.get(tid)
     assert state.flags["tests_passed"] is False
-    led = await ledger_summary(engine, tid)
+    led = await engine.ledger.summary(tid)
     assert led["recalled_tokens"] > 0 and state.offloaded_tokens == big["tokens"]
     # what entered the context: the pass-through result and the stub (not the offloaded result)
     assert state.consumed_tokens == small["tokens"] + led["stub_tokens"]
@@ -74,16 +73,16 @@ async def test_large_result_is_offloaded_small_passes_through(client: Client, en
 async def test_drop_receipt_credits_once_and_ledger(client: Client, engine: Engine) -> None:
     tid = await _start(client)
     big = _sc(await _observe(client, tid, PYTEST_OUT))
-    led = await ledger_summary(engine, tid)
+    led = await engine.ledger.summary(tid)
     assert led["credited_tokens"] == 0 and led["pending_drop_tokens"] == big["tokens"]
     drop = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "result": big["ref"]}))
     assert drop["credited_tokens"] == big["tokens"]
     again = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "refs": [big["ref"]]}))
     assert again["credited_tokens"] == 0 and again["already_dropped"]
-    led = await ledger_summary(engine, tid)
+    led = await engine.ledger.summary(tid)
     assert led["credited_tokens"] == big["tokens"] and led["overhead_tokens"] > 0
     assert led["net_tokens"] == led["credited_tokens"] - led["overhead_tokens"] - led["recalled_tokens"]
-    assert (await overall_ledger(engine))["credited_tokens"] >= big["tokens"]
+    assert (await engine.ledger.overall())["credited_tokens"] >= big["tokens"]
     bad = await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "result": "mem://sha256:" + "ab" * 32})
     assert bad.is_error
 
@@ -96,7 +95,7 @@ async def test_secrets_never_stored_or_returned(client: Client, engine: Engine) 
     assert out["redacted"] >= 1
     raw = _sc(await client.call_tool("recall", {"ref": out["ref"], "op": "raw", "max_tokens": 20000}))
     assert secret not in raw["text"] and "[REDACTED:github_token]" in raw["text"]
-    events = await engine.extensions["tasks"].events(tid)
+    events = await engine.tasks.events(tid)
     assert secret not in json.dumps([e.to_dict() for e in events])
 
 
@@ -108,7 +107,7 @@ async def test_recall_short_ref_integrity_and_bad_input(client: Client, engine: 
     agg = _sc(await client.call_tool("recall", {"ref": big["ref"], "op": "aggregate", "pattern": r"(PASSED|FAILED)"}))
     assert "400  L1  PASSED" in agg["text"].replace("   ", " ").replace("  400", "400")
     # altered bytes: an integrity error, never the wrong bytes
-    digest = (await engine.extensions["offload"].resolve(big["ref"]))
+    digest = (await engine.observe.resolver.resolve(big["ref"]))
     await engine.conn.execute("UPDATE refs SET data = ? WHERE sha256 = ?", (b"tampered", digest))
     res = await client.call_tool("recall", {"ref": big["ref"], "op": "head"})
     assert res.is_error and "failed verification" in _text(res)
@@ -137,7 +136,7 @@ async def test_observe_bad_input_names_the_field(client: Client, engine: Engine)
         assert r.is_error and needle in _text(r), (args, _text(r))
     ok = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "decision", "text": "use dateutil"}))
     assert ok["recorded"] == "decision_added"
-    state = await engine.extensions["tasks"].get(tid)
+    state = await engine.tasks.get(tid)
     assert state.decisions == ["use dateutil"]
 
 
@@ -160,7 +159,7 @@ async def test_payload_over_limit_is_refused_whole(home: Path) -> None:
         assert r.is_error and "limit is 10000" in _text(r)
         async with eng.conn.execute("SELECT COUNT(*) FROM refs WHERE size >= 20000") as cur:
             assert (await cur.fetchone())[0] == 0
-        assert [e.kind for e in await eng.extensions["tasks"].events(tid)] == ["task_started"]
+        assert [e.kind for e in await eng.tasks.events(tid)] == ["task_started"]
 
 
 async def test_file_reads_only_under_roots(tmp_path: Path) -> None:
@@ -219,7 +218,7 @@ async def test_verify_reports_missing_and_altered(client: Client, engine: Engine
     _sc(await _observe(client, tid, "small\n", args={"command": "ls"}))
     code, out = await verify_task(engine.config.db_path, tid)
     assert code == 0 and out["lossless"] and out["items_externalized"] == 3 == out["items_verified"]
-    off = engine.extensions["offload"]
+    off = engine.observe.resolver
     da, db = await off.resolve(a["ref"]), await off.resolve(b["ref"])
     await engine.conn.execute("UPDATE refs SET data = ? WHERE sha256 = ?", (b"altered", da))
     await engine.conn.execute("DELETE FROM refs WHERE sha256 = ?", (db,))
@@ -287,7 +286,7 @@ async def test_head_contract_and_seal_drift(client: Client, engine: Engine) -> N
     assert head["changed"] is True and head["volatile_count"] >= 1
     contract = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "contract", "text": "tools: bash, recall"}))
     assert contract["kind"] == "contract"
-    state = await engine.extensions["tasks"].get(tid)
+    state = await engine.tasks.get(tid)
     assert state.head is not None and state.contract is not None
 
 
@@ -306,9 +305,9 @@ async def test_small_test_run_sets_tests_passed(client: Client, engine: Engine) 
     tid = await _start(client)
     out = _sc(await _observe(client, tid, "tests/test_a.py ...\n============ 3 passed in 0.12s ============\n"))
     assert out["offloaded"] is False
-    assert (await engine.extensions["tasks"].get(tid)).flags["tests_passed"] is True
+    assert (await engine.tasks.get(tid)).flags["tests_passed"] is True
     await _observe(client, tid, "FAILED tests/test_a.py::test_b - assert 1 == 2\n===== 1 failed, 2 passed in 0.1s =====\n")
-    assert (await engine.extensions["tasks"].get(tid)).flags["tests_passed"] is False
+    assert (await engine.tasks.get(tid)).flags["tests_passed"] is False
 
 
 async def test_observe_suggests_compaction_every_8_results(client: Client, engine: Engine) -> None:
@@ -327,7 +326,7 @@ async def test_a_failure_while_the_bytes_are_stored_leaves_no_event_and_no_stray
 ) -> None:
     """observe hands the bytes to the blob writer, then builds the outline: if that fails, the write
     still finishes (an unreferenced blob, harmless), nothing is journaled, and the next call works."""
-    import bosun.server.services.offload as offload_module
+    import bosun.server.services.observe as offload_module
 
     tid = await _start(client)
 
@@ -356,11 +355,9 @@ async def test_compaction_hint_reads_the_journal_incrementally_and_plans_the_sam
     through results, failures, drops, snapshots and other events in between."""
     from bosun.core.offload.compaction import plan_compaction
     from bosun.core.offload.offload import get_mode
-    from bosun.server.services.offload import offload_of
-    from bosun.server.services.tasks import tasks_of
 
     tid = await _start(client)
-    svc, tasks = offload_of(engine), tasks_of(engine)
+    svc, tasks = engine.observe, engine.tasks
     pm = get_mode("cache_ttl")
     refs: list[str] = []
     for i in range(30):

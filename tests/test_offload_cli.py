@@ -11,7 +11,6 @@ import pytest
 
 from bosun.server.cli import build_parser
 from bosun.server.commands.observe import open_engine
-from bosun.server.services.tasks import tasks_of
 
 TEST_LOG = "".join(f"tests/test_x.py::test_{i} PASSED\n" for i in range(400)) + (
     "FAILED tests/test_x.py::test_9 - AssertionError: 1 != 2\n===== 1 failed, 400 passed in 3.2s =====\n"
@@ -22,7 +21,7 @@ def _task(home: Path) -> str:
     async def start() -> str:
         engine = await open_engine(home)
         try:
-            return (await tasks_of(engine).start(objective="cli")).task_id
+            return (await engine.tasks.start(objective="cli")).task_id
         finally:
             await engine.close()
 

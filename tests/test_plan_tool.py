@@ -13,7 +13,6 @@ from mcp import Client
 from bosun.core.task.manifest import MAX_TOKENS
 from bosun.core.tokens import estimate_tokens
 from bosun.server.engine import Engine
-from bosun.server.services.tasks import tasks_of
 
 
 def _sc(result: Any) -> dict[str, Any]:
@@ -99,7 +98,7 @@ async def test_drift_table_from_real_call_sequences(client: Client) -> None:
 
 async def test_head_recorded_by_observe_path_is_critical(client: Client, engine: Engine) -> None:
     a = await _start(client)
-    svc = tasks_of(engine)
+    svc = engine.tasks
     rep = await svc.record_head(a["task_id"], "head", "You are a coding agent. Current time: 2026-11-29 10:00:01")
     assert rep["changed"] and rep["volatile"][0]["kind"] == "timestamp"
     st = await _status(client, a["task_id"], a["seal"])

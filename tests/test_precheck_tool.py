@@ -11,9 +11,8 @@ import pytest
 from mcp import Client, MCPError
 from mcp.types import CallToolResult, TextContent
 
-from bosun.core.guard.loopguard import args_hash
+from bosun.core.actions import args_hash
 from bosun.server.engine import Engine
-from bosun.server.services.tasks import tasks_of
 
 RULES = """
 [[invariant]]
@@ -44,7 +43,7 @@ async def error(client: Client, name: str, /, **args: Any) -> str:
 async def start(client: Client, engine: Engine, budget_tokens: int | None = None,
                 constraints: list[str] | None = None) -> str:
     await client.list_tools()  # the client has opened the engine
-    state = await tasks_of(engine).start("fix the bug", constraints=constraints or [], plan=["reproduce", "fix"],
+    state = await engine.tasks.start("fix the bug", constraints=constraints or [], plan=["reproduce", "fix"],
                                          budget={"tokens": budget_tokens} if budget_tokens else {})
     return state.task_id
 
@@ -52,7 +51,7 @@ async def start(client: Client, engine: Engine, budget_tokens: int | None = None
 async def result(engine: Engine, task_id: str, tool: str, args: dict[str, Any], output: str, ref: str | None = None,
                  tokens: int = 50) -> None:
     sig = hashlib.sha256(output.encode()).hexdigest()
-    await tasks_of(engine).append(task_id, "tool_result", {
+    await engine.tasks.append(task_id, "tool_result", {
         "tool": tool, "args_hash": args_hash(args), "args": args, "sha256": sig, "bytes": len(output),
         "tokens": tokens, "ref": ref, "offloaded": ref is not None, "result_signature": sig})
 
@@ -86,7 +85,7 @@ async def test_invariant_blocks_first_and_reloads_when_the_file_changes(client: 
     out = await call(client, "precheck", task_id=tid, tool="git.commit", args={"message": "x"})
     assert out["verdict"] == "block" and out["rule"] == "invariant:tests-before-commit"
     assert "tests_passed" in out["required_action"]
-    await tasks_of(engine).append(tid, "state_flag", {"name": "tests_passed", "value": True})
+    await engine.tasks.append(tid, "state_flag", {"name": "tests_passed", "value": True})
     assert (await call(client, "precheck", task_id=tid, tool="git.commit", args={"message": "x"}))["verdict"] == "allow"
     # a broken edit keeps the last good rules and says so
     _rules.write_text(RULES + '\n[[invariant]]\nid = "bad"\nwhen = { tool = "x[" }\nmessage = "m"\n')
@@ -113,7 +112,7 @@ async def test_repeated_failure_blocks_through_the_journal(client: Client, engin
     tid = await start(client, engine)
     args = {"command": "python reproduce.py"}
     for _ in range(3):
-        await tasks_of(engine).append(tid, "tool_failure", {
+        await engine.tasks.append(tid, "tool_failure", {
             "tool": "bash", "args_hash": args_hash(args), "args": args,
             "error_signature": "ImportError: cannot import name <q>", "error": "ImportError: cannot import name 'x'"})
     out = await call(client, "precheck", task_id=tid, tool="bash", args=args)
@@ -144,14 +143,14 @@ async def test_handoff_lifecycle_and_errors(client: Client, engine: Engine) -> N
                                                         agent="child-2")
     assert "only that agent" in await error(client, "handoff", task_id=tid, mode="complete", handoff_id=hid,
                                             agent="child-2", result={"tests_passed": True})
-    version = (await tasks_of(engine).get(tid)).version
+    version = (await engine.tasks.get(tid)).version
     assert "result" in await error(client, "handoff", task_id=tid, mode="complete", handoff_id=hid, agent="child-1")
-    assert (await tasks_of(engine).get(tid)).version == version  # nothing stored half-way
+    assert (await engine.tasks.get(tid)).version == version  # nothing stored half-way
     done = await call(client, "handoff", task_id=tid, mode="complete", handoff_id=hid, agent="child-1",
                       result={"tests_passed": False, "files_changed": ["a.py"]})
     assert done["passed"] is False and done["failures"][0]["check"] == "tests_passed:equals"
     assert done["seal"] != seal_before  # folded into the parent's seal
-    state = await tasks_of(engine).get(tid)
+    state = await engine.tasks.get(tid)
     assert state.handoffs[hid]["status"] == "completed" and any(hid in d for d in state.decisions)
     stored = json.loads(await engine.refs.get(done["result_ref"]))
     assert stored["files_changed"] == ["a.py"]
@@ -199,7 +198,7 @@ async def test_racing_accepts_one_wins_and_nothing_is_half_stored(client: Client
         client.call_tool("handoff", {"task_id": tid, "mode": "accept", "handoff_id": hid, "agent": "b"}),
     )
     assert sorted(r.is_error for r in results) == [False, True]
-    state = await tasks_of(engine).get(tid)
+    state = await engine.tasks.get(tid)
     assert state.event_counts.get("handoff_accepted") == 1
     winner = state.handoffs[hid]["agent"]
     loser = next(r for r in results if r.is_error)

@@ -11,7 +11,7 @@ import pytest
 from bosun.core.errors import InvalidInput, NotFound
 from bosun.core.task.replay import rebuild
 from bosun.server.engine import Engine
-from bosun.server.services.tasks import VersionConflict, tasks_of
+from bosun.server.services.tasks import VersionConflict
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ async def opened(engine: Engine):  # type: ignore[no-untyped-def]
 
 
 async def test_start_append_and_replay(opened: Engine) -> None:
-    svc = tasks_of(opened)
+    svc = opened.tasks
     st = await svc.start("fix the profile bug", constraints=["no network"], plan=["reproduce", "fix", "test"],
                          agent="a1")
     assert st.version == 1 and st.remaining == ["reproduce", "fix", "test"]
@@ -37,7 +37,7 @@ async def test_start_append_and_replay(opened: Engine) -> None:
 
 
 async def test_stale_version_is_a_conflict_with_the_current_seal(opened: Engine) -> None:
-    svc = tasks_of(opened)
+    svc = opened.tasks
     st = await svc.start("objective")
     await svc.append(st.task_id, "constraint_added", {"text": "c1"}, expected_version=1)
     with pytest.raises(VersionConflict) as info:
@@ -48,7 +48,7 @@ async def test_stale_version_is_a_conflict_with_the_current_seal(opened: Engine)
 
 
 async def test_bad_input(opened: Engine) -> None:
-    svc = tasks_of(opened)
+    svc = opened.tasks
     with pytest.raises(NotFound):
         await svc.get("t_nope")
     st = await svc.start("objective")
@@ -78,7 +78,7 @@ def recompute_seal(objective: str, plan: list[str], constraints: list[str], deci
 
 
 async def test_seal_recomputes_from_the_documented_recipe(opened: Engine) -> None:
-    svc = tasks_of(opened)
+    svc = opened.tasks
     st = await svc.start("Corriger le bogue du profil\r\n  ", constraints=["ne pas toucher tests/ "],
                          plan=["e\u0301tape 1", "step 2"])
     head_text = "You are a coding agent.\r\nBe brief.   \n"
@@ -93,7 +93,7 @@ async def test_seal_recomputes_from_the_documented_recipe(opened: Engine) -> Non
 
 
 async def test_record_head_reports_volatile_tokens(opened: Engine) -> None:
-    svc = tasks_of(opened)
+    svc = opened.tasks
     st = await svc.start("objective")
     res = await svc.record_head(st.task_id, "head", "System. Today is 2026-11-29T12:00:05Z.\n"
                                 "session id: 3f2a9c1e-1b2c-4d5e-8f90-123456789abc turn 7")
@@ -136,7 +136,7 @@ async def test_store_keeps_the_journal_append_only_and_gap_free(opened: Engine) 
     from bosun.core.errors import Conflict
     from bosun.store.tasks import NewEvent
 
-    svc = tasks_of(opened)
+    svc = opened.tasks
     st = await svc.start("objective", extra=[("lesson_added", {"text": "l1"})])
     assert st.version == 2 and st.lessons == ["l1"]
     store = await svc.store()

@@ -34,9 +34,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bosun.core.actions import shell_command
 from bosun.core.errors import InvalidInput
 from bosun.core.guard.globs import GlobError, compile_glob, glob_match, path_match
-from bosun.core.guard.loopguard import is_mutating_tool, shell_command
+from bosun.core.guard.loopguard import is_mutating_tool
 from bosun.core.guard.shell_effects import analyse
 
 VERDICTS = ("block", "warn")

@@ -43,14 +43,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bosun.core.errors import InvalidInput
+from bosun.core.actions import (
+    args_hash,
+    error_signature,
+    shell_command,
+)
 from bosun.core.guard.shell_effects import analyse, is_source_path, normalise_path, paths_overlap
 
-MAX_ARGS_BYTES = 256_000  # a proposed call's canonical args beyond this are refused (field "args")
-
-SHELL_TOOLS = frozenset({"bash", "shell", "sh", "zsh", "run", "run_command", "execute", "exec", "terminal",
-                         "run_shell", "execute_command", "run_terminal_cmd", "cmd", "powershell"})
-_SHELL_ARG_KEYS = ("command", "cmd", "script", "input")
 _MUTATING = re.compile(
     r"(?:^|[._-])(?:book|update|cancel|create|delete|remove|write|edit|set|send|transfer|post|put|patch|apply|"
     r"commit|push|insert|add|modify|move|rename|upload|submit|pay|refund|assign|close|merge|exchange|"
@@ -65,29 +64,9 @@ _TRANSIENT = re.compile(
 # a shell command's non-zero exit is only an error when its output ends like one (linters, grep, diff exit 1 too)
 _ERRORISH = re.compile(r"error|exception|traceback|fail|fatal|denied|not found|no such|cannot|can't|unable|"
                        r"invalid|refused|abort|panic|segmentation|killed|errno", re.IGNORECASE)
-_HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
-_NUM = re.compile(r"\d+(?:\.\d+)?")
-_SPACE = re.compile(r"\s+")
-_EXC_LINE = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Failure|Warning)\b.*)$", re.MULTILINE)
 
 
 # ---------------------------------------------------------------- canonical forms and hashes
-def canonical_args(args: Any) -> str:
-    """Stable JSON of ``args`` (sorted keys, no spaces): the same call always gives the same text."""
-    try:
-        text = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInput("args", f"not JSON-serialisable ({exc})", "a JSON object of strings, numbers, lists, objects") from exc
-    if len(text.encode("utf-8")) > MAX_ARGS_BYTES:
-        raise InvalidInput("args", f"too large ({len(text.encode('utf-8'))} bytes of JSON)", f"at most {MAX_ARGS_BYTES} bytes; pass a ref instead of the content")
-    return text
-
-
-def args_hash(args: Any) -> str:
-    """sha256 hex of the canonical args (what observe records as ``args_hash``)."""
-    return hashlib.sha256(canonical_args(args).encode("utf-8")).hexdigest()
-
-
 def call_key(tool: str, a_hash: str) -> str:
     """Identity of a call without its result: sha256(tool || args_hash), shortened."""
     return hashlib.sha256(f"{tool}\x00{a_hash}".encode()).hexdigest()[:32]
@@ -98,41 +77,9 @@ def fingerprint(tool: str, canonical: str, result_signature: str) -> str:
     return hashlib.sha256(f"{tool}\x00{canonical}\x00{result_signature}".encode()).hexdigest()
 
 
-def error_signature(text: str) -> str:
-    """A short, stable signature of how a call ended: its last lines, numbers and hex masked.
-
-    An error is what a failed call *ends* with: the exception line when it is among the
-    last three non-empty lines (a traceback), else those last three lines. Two runs failing
-    "the same way" share it even when line numbers, addresses or timings differ; quoted
-    names are kept, so different missing modules differ. A warning printed first and
-    followed by real output (a non-zero exit of a linter or a test run) does not define it.
-    """
-    if not text or not text.strip():
-        return ""
-    tail = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-3:]
-    exc = [ln for ln in tail if _EXC_LINE.match(ln)]
-    line = exc[-1] if exc else " | ".join(tail)
-    line = _HEX.sub("<hex>", line)
-    line = _NUM.sub("<n>", line)
-    return _SPACE.sub(" ", line)[:160]
-
-
 def is_transient(error_text: str) -> bool:
     """Errors that may succeed on retry (timeouts, rate limits): never blocked."""
     return bool(_TRANSIENT.search(error_text or ""))
-
-
-def shell_command(tool: str, args: Any) -> str | None:
-    """The command text when ``tool`` is a shell tool, else None."""
-    if isinstance(args, str):
-        return args if tool.lower() in SHELL_TOOLS else None
-    if not isinstance(args, Mapping):
-        return None
-    for key in _SHELL_ARG_KEYS:
-        value = args.get(key)
-        if isinstance(value, str) and (tool.lower() in SHELL_TOOLS or key in ("command", "cmd")):
-            return value
-    return None
 
 
 def is_mutating_tool(tool: str) -> bool:

@@ -188,3 +188,8 @@ def worth_it(tokens: int, stub_cost: int) -> bool:
 def short_ref(digest: str, n: int = 16) -> str:
     """The stub's ref: a 16-hex prefix (64 bits) that recall resolves to the full verified address."""
     return f"mem://sha256:{digest[:n]}"
+
+
+def answer_tokens(answer: dict[str, Any]) -> int:
+    """Tokens the agent carries for a bosun answer: its compact JSON, as the tool sends it."""
+    return estimate_tokens(json.dumps(answer, separators=(",", ":"), ensure_ascii=False))

@@ -42,16 +42,15 @@ async def open_engine(home: Path) -> Any:
     from bosun.server.engine import Engine
 
     engine = Engine(Config(home=home), embedder_factory=lambda _c: HashEmbedder(8))
-    await engine.open()
+    await engine.open(watch_policies=False)
     return engine
 
 
 async def _observe(args: argparse.Namespace, text: str) -> dict[str, Any]:
-    from bosun.server.services.offload import offload_of
 
     engine = await open_engine(home_of(args))
     try:
-        svc = offload_of(engine)
+        svc = engine.observe
         cmd_args: dict[str, Any] = {"command": args.command} if args.command else {}
         return await svc.observe_output(args.task, args.failed, args.tool, cmd_args, text, mode=args.mode)
     finally:

@@ -39,7 +39,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 async def _recall(args: argparse.Namespace) -> str:
     from bosun.server.commands.observe import home_of, open_engine
-    from bosun.server.services.offload import offload_of
 
     where: Any = None
     if args.where:
@@ -52,7 +51,7 @@ async def _recall(args: argparse.Namespace) -> str:
     fields = [f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None
     engine = await open_engine(home_of(args))
     try:
-        _, text = await offload_of(engine).recall(
+        _, text = await engine.recall.recall(
             args.ref, args.op, args.task, lines=args.lines, start=args.start, end=args.end, unit=args.unit,
             pattern=args.pattern, context=args.context, max_matches=args.max_matches, ignore_case=args.ignore_case,
             max_tokens=args.max_tokens, where=where, fields=fields, path=args.path,

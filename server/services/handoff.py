@@ -19,13 +19,12 @@ from bosun.core.guard.handoff import Contract, build_contract, check_result, con
 from bosun.core.task.budget import BUDGET_KEYS, parse_budget, remaining
 from bosun.core.task.seal import verdict as seal_verdict
 from bosun.core.task.state import TaskState
-from bosun.server.services.tasks import TaskService, VersionConflict, tasks_of
+from bosun.server.services.tasks import TaskService, VersionConflict
 from bosun.store.refs import parse_ref
 
 if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
-EXTENSION_KEY = "handoff"
 INLINE_RESULT_BYTES = 2048  # results up to this size are journaled inline; larger ones by ref only
 _RETRIES = 5
 
@@ -39,16 +38,10 @@ def _agent(value: Any) -> str:
 class HandoffService:
     """Creates, accepts, completes and reports delegation contracts."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, tasks: TaskService) -> None:
         self.engine = engine
+        self.tasks = tasks
         self._contracts: dict[tuple[str, str], Contract] = {}
-
-    async def aclose(self) -> None:
-        self._contracts.clear()
-
-    @property
-    def tasks(self) -> TaskService:
-        return tasks_of(self.engine)
 
     async def _contract(self, state: TaskState, hid: str) -> Contract:
         cached = self._contracts.get((state.task_id, hid))
@@ -167,6 +160,23 @@ class HandoffService:
             raise InvalidInput("handoff_id", "is required", "the handoff_id returned by mode='create'")
         return value.strip()
 
-
-def handoff_of(engine: Engine) -> HandoffService:
-    return engine.extension(EXTENSION_KEY, HandoffService)
+    async def run(self, task_id: str, mode: str, handoff_id: Any = None, objective: Any = None, inputs: Any = None,
+                  constraints: Any = None, checks: Any = None, budget: Any = None, to_agent: Any = None,
+                  agent: Any = None, result: Any = None, seal: str | None = None) -> dict[str, Any]:
+        """One handoff call (create | accept | complete | status); the parent's drift joins the answer."""
+        if mode == "create":
+            if objective is None:
+                raise InvalidInput("objective", "is required to create a handoff")
+            out = await self.create(task_id, objective, inputs, constraints, checks, budget, to_agent, agent)
+        elif mode == "accept":
+            out = await self.accept(task_id, handoff_id, agent)
+        elif mode == "complete":
+            if result is None:
+                raise InvalidInput("result", "is required to complete a handoff", "a JSON object the checks run on")
+            out = await self.complete(task_id, handoff_id, agent, result)
+        else:
+            out = await self.status(task_id, handoff_id)
+        state = await self.tasks.get(task_id)
+        drift = seal_verdict(state, seal)
+        out["drift"] = drift if seal is not None else {"seal": drift["seal"], "version": drift["version"]}
+        return out

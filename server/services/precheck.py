@@ -1,6 +1,6 @@
 """PrecheckService: the warm state behind ``precheck`` (loop guards, invariants file, budgets).
 
-It lives in ``engine.extensions["precheck"]``. Per task it keeps a ``LoopGuard`` and a
+It is ``engine.precheck``. Per task it keeps a ``LoopGuard`` and a
 cursor into the task journal, and folds in only the events appended since the last
 call (observe and precheck never call each other; the journal is the interface).
 
@@ -16,6 +16,7 @@ error is reported in every precheck answer until the file is fixed.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections import OrderedDict
@@ -23,21 +24,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bosun.core.actions import canonical_args
 from bosun.core.errors import BosunError, InvalidInput
 from bosun.core.guard.invariants import RuleSet, parse_rules
-from bosun.core.guard.loopguard import LoopGuard, LoopPolicy, canonical_args
+from bosun.core.guard.loopguard import LoopGuard, LoopPolicy
 from bosun.core.guard.precheck import check_tool_name, evaluate
 from bosun.core.redact import Redactor, redact_value
 from bosun.core.task.budget import context_tokens
 from bosun.core.task.ledger import Ledger
 from bosun.core.task.replay import apply_event
 from bosun.core.task.state import TaskState
-from bosun.server.services.tasks import check_task_id, tasks_of
+from bosun.server.services.ledger import LedgerService
+from bosun.server.services.tasks import TaskService, check_task_id
+
+log = logging.getLogger("bosun.precheck")
 
 if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
-EXTENSION_KEY = "precheck"
 MAX_TASKS = 256  # loop guards kept warm (LRU); an evicted task is rebuilt from its journal
 
 
@@ -101,17 +105,16 @@ class _TaskGuard:
 class PrecheckService:
     """Loop guards per task plus the invariants file; one per Engine."""
 
-    def __init__(self, engine: Engine, policy: LoopPolicy | None = None) -> None:
+    def __init__(self, engine: Engine, tasks: TaskService, redactor: Redactor, ledger: LedgerService,
+                 policy: LoopPolicy | None = None) -> None:
         self.engine = engine
+        self.tasks = tasks
+        self.ledger = ledger
         self.policy = policy or LoopPolicy()
         self.invariants = InvariantsFile(invariants_path(engine.config.home))
         # observe hashes args after redaction; precheck must identify calls the same way
-        self.redactor = Redactor(getattr(engine.config, "redact_disable", ()) or (),
-                                 getattr(engine.config, "redact_extra", ()) or ())
+        self.redactor = redactor
         self._guards: OrderedDict[str, _TaskGuard] = OrderedDict()
-
-    async def aclose(self) -> None:
-        self._guards.clear()
 
     async def caught_up(self, task_id: str) -> _TaskGuard:
         """The task's state and loop guard, caught up with its journal in ONE query.
@@ -120,7 +123,7 @@ class PrecheckService:
         reads the journal once (the events since the last precheck), not twice.
         """
         entry = self._guards.get(task_id)
-        events = await tasks_of(self.engine).events(task_id, entry.cursor if entry else 0)  # NotFound if unknown
+        events = await self.tasks.events(task_id, entry.cursor if entry else 0)  # NotFound if unknown
         if entry is None:
             entry = _TaskGuard(LoopGuard(self.policy), TaskState(task_id=task_id))
             self._guards[task_id] = entry
@@ -156,16 +159,13 @@ class PrecheckService:
                         usd_per_mtok=self._price())
 
     def _price(self) -> float | None:
-        """USD per million tokens of the configured model (observe's price table), if it is configured."""
-        svc = self.engine.extensions.get("offload")
-        prices = getattr(svc, "prices", None)
-        if not isinstance(prices, dict) or not prices:
-            return None
-        model = getattr(svc, "price_model", "default")
-        price = prices.get(model, prices.get("default"))
-        return float(price) if isinstance(price, int | float) else None
+        """USD per million tokens of the configured model (the ledger's price table)."""
+        return self.ledger.usd_per_mtok()
 
-
-def precheck_of(engine: Engine) -> PrecheckService:
-    """The engine's PrecheckService (created on first use)."""
-    return engine.extension(EXTENSION_KEY, PrecheckService)
+    def log_invariants(self) -> None:
+        """Read the invariants file once at start, so a broken file is logged before the first call."""
+        rules = self.invariants.current()
+        if self.invariants.error:
+            log.error("invariants: %s", self.invariants.error)
+        elif rules.rules:
+            log.info("invariants: %d rules from %s", len(rules.rules), self.invariants.path)

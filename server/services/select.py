@@ -150,7 +150,7 @@ async def resolve(engine: Any, field_name: str, items: list[Item]) -> None:
         elif item.kind == "policy":
             assert item.policy is not None
             if policies is None:
-                policies = _policy_service(engine)
+                policies = engine.policies
             try:
                 policy = await policies.get(item.policy)
             except NotFound as exc:
@@ -158,18 +158,6 @@ async def resolve(engine: Any, field_name: str, items: list[Item]) -> None:
             item.text = policy.text
             _check_text(f"{where}.policy", item.text)
             item.source = item.source or f"bosun://policy/{policy.name}"
-
-
-def _policy_service(engine: Any) -> Any:
-    """The route engineer's warm policy index (engine.extensions["policies"])."""
-    svc = engine.extensions.get("policies")
-    if svc is None:
-        try:
-            from bosun.server.services.policies import service_of
-        except ImportError as exc:
-            raise InvalidInput("policy", "this server has no policy index", "pass the text inline") from exc
-        svc = service_of(engine)
-    return svc
 
 
 def check_goal(goal: Any) -> str:
@@ -281,3 +269,18 @@ def to_result(out: Outcome, show_rejected: int = 5, include_text: bool = False) 
     if sel.note:
         result["note"] = sel.note
     return result
+
+
+class SelectService:
+    """select_context: validate, resolve refs and policies, embed with the warm model, select."""
+
+    def __init__(self, engine: Any, policies: Any) -> None:
+        self.engine = engine
+        self.policies = policies  # the route index: {"policy": name} items are read from it
+
+    async def select(self, goal: Any, candidates: Any, context: Any, budget_tokens: Any, strategy: str,
+                     params: Params, show_rejected: int = 5, include_text: bool = False) -> dict[str, Any]:
+        """The tool's answer (see ``to_result``)."""
+        out = await run_selection(self.engine, goal, candidates, context, budget_tokens, strategy, params,
+                                  explain=max(0, show_rejected))
+        return to_result(out, show_rejected=show_rejected, include_text=include_text)

@@ -28,7 +28,6 @@ from bosun.store.tasks import NewEvent, SQLiteTaskStore, TaskStore
 if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
-EXTENSION_KEY = "tasks"
 HEAD_KINDS = {"head": "head_recorded", "contract": "contract_recorded", "rules": "rules_recorded"}
 MAX_TEXT = 4000  # characters in one constraint / decision / step / objective
 
@@ -68,9 +67,9 @@ def check_task_id(task_id: Any) -> str:
 
 
 class TaskService:
-    """Task journals for the whole process; lives in ``engine.extensions["tasks"]``."""
+    """Task journals for the whole process (``engine.tasks``)."""
 
-    def __init__(self, engine: Engine, store: TaskStore | None = None) -> None:
+    def __init__(self, engine: Engine, redactor: Redactor, store: TaskStore | None = None) -> None:
         self.engine = engine
         self._store = store
         self._states: dict[str, TaskState] = {}
@@ -79,8 +78,7 @@ class TaskService:
         self._ready = False
         # secrets are scrubbed before anything is hashed or journaled: a token pasted into a
         # constraint or a handoff result must not land in the store or the seal
-        self.redactor = Redactor(getattr(engine.config, "redact_disable", ()) or (),
-                                 getattr(engine.config, "redact_extra", ()) or ())
+        self.redactor = redactor
 
     async def store(self) -> TaskStore:
         if not self._ready:
@@ -297,8 +295,3 @@ class TaskService:
         store = await self.store()
         return [{"task_id": r.task_id, "objective": r.objective, "status": r.status, "version": r.version}
                 for r in await store.list_tasks(status, limit)]
-
-
-def tasks_of(engine: Engine) -> TaskService:
-    """The process's TaskService (created on first use)."""
-    return engine.extension(EXTENSION_KEY, TaskService)

@@ -1,9 +1,11 @@
-"""One module per tool family; each exposes ``register(mcp)``.
+"""The MCP tools, one module per tool family: each a thin adapter over one Engine service.
 
-Add a module here to put its tools, resources and prompts on the server. A module
-may also define ``async def on_open(engine)``: it runs once, right after the Engine
-opens (load a corpus, start a file watcher); keep it fast and put its warm state in
-``engine.extensions[<name>]`` (an object there with ``aclose()`` is closed with the Engine).
+A tool module defines its tools as async functions marked ``@tool(ANNOTATIONS)``
+(``server/surface.py``) that take ``ctx: Context[Engine]``, parse their arguments, call one
+service method on ``ctx.request_context.lifespan_context`` and return a dict; it lists them in
+``TOOLS``. A module with resources, prompts or HTTP routes also defines
+``register(mcp, engine)``. To add a tool: write the service method, the marked function, add
+it to ``TOOLS`` and the module to ``TOOL_MODULES`` below.
 """
 
 from __future__ import annotations

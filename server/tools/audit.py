@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from bosun.server.errors import tool_errors
+from bosun.server.engine import Engine
+from bosun.server.surface import READ_ONLY, tool
 
 _CHUNKS_DOC = 'list of {content, source_url, metadata?, id?} (dokis shape)'
 _CONFIG_DOC = (
@@ -19,29 +18,28 @@ _CONFIG_DOC = (
 )
 
 
-def register(mcp: MCPServer[Any]) -> None:
-    from bosun.server.app import engine_of
+@tool(READ_ONLY)
+async def audit(
+    response: Annotated[str, Field(description="the answer to audit")],
+    chunks: Annotated[list[dict[str, Any]], Field(description=_CHUNKS_DOC)],
+    ctx: Context[Engine],
+    query: str = "",
+    config: Annotated[dict[str, Any] | None, Field(description=_CONFIG_DOC)] = None,
+    as_of: Annotated[str | None, Field(description="YYYY-MM-DD for freshness (default today)")] = None,
+) -> dict[str, Any]:
+    """Check each claim of an answer against the chunks: supported / contradicted / unsupported,
+    with evidence spans, confidence, provenance map, freshness and a pass/fail trust verdict."""
+    return await ctx.request_context.lifespan_context.audit.audit(query, chunks, response, config, as_of)
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True), structured_output=True)
-    @tool_errors
-    async def audit(
-        response: Annotated[str, Field(description="the answer to audit")],
-        chunks: Annotated[list[dict[str, Any]], Field(description=_CHUNKS_DOC)],
-        ctx: Context[Any],
-        query: str = "",
-        config: Annotated[dict[str, Any] | None, Field(description=_CONFIG_DOC)] = None,
-        as_of: Annotated[str | None, Field(description="YYYY-MM-DD for freshness (default today)")] = None,
-    ) -> dict[str, Any]:
-        """Check each claim of an answer against the chunks: supported / contradicted / unsupported,
-        with evidence spans, confidence, provenance map, freshness and a pass/fail trust verdict."""
-        return await engine_of(ctx).audit.audit(query, chunks, response, config, as_of)
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True), structured_output=True)
-    @tool_errors
-    async def filter_sources(
-        chunks: Annotated[list[dict[str, Any]], Field(description=_CHUNKS_DOC)],
-        ctx: Context[Any],
-        config: Annotated[dict[str, Any] | None, Field(description="allowed_domains: host, *.host or host/path")] = None,
-    ) -> dict[str, Any]:
-        """Keep the chunks whose source the allowlist admits; say why each other one was dropped."""
-        return engine_of(ctx).audit.filter_sources(chunks, config)
+@tool(READ_ONLY)
+async def filter_sources(
+    chunks: Annotated[list[dict[str, Any]], Field(description=_CHUNKS_DOC)],
+    ctx: Context[Engine],
+    config: Annotated[dict[str, Any] | None, Field(description="allowed_domains: host, *.host or host/path")] = None,
+) -> dict[str, Any]:
+    """Keep the chunks whose source the allowlist admits; say why each other one was dropped."""
+    return ctx.request_context.lifespan_context.audit.filter_sources(chunks, config)
+
+
+TOOLS = [audit, filter_sources]

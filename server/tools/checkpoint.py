@@ -1,118 +1,31 @@
-"""``checkpoint``: snapshot, resume, completion report, and reversible compaction plans.
-
-snapshot stores the folded task state as a verified ref and journals
-``checkpoint_saved`` (it also marks where the working zone starts);
-resume returns what an agent needs to continue after a crash or a context
-reset; report is the completion report (stored as a ref too); compact, trim
-and clear return plans that move history out of the prompt into refs. Nothing
-is ever deleted: a plan lists drop candidates and how to bring each back.
-"""
+"""``checkpoint``: snapshot, resume, completion report, and reversible compaction plans (nothing is deleted)."""
 
 from __future__ import annotations
 
-import json
-import time
 from typing import Annotated, Any, Literal
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.types import CallToolResult, ToolAnnotations
 from pydantic import Field
 
-from bosun.core.errors import InvalidInput
-from bosun.core.offload.compaction import digest_line, items_from_events, plan_compaction
-from bosun.core.offload.offload import get_mode, short_ref
-from bosun.core.offload.query import bound
-from bosun.core.task.ledger import ledger_of
-from bosun.core.task.manifest import build_manifest
-from bosun.core.task.seal import SEAL_PREFIX
-from bosun.server.errors import tool_errors
-from bosun.server.services.offload import as_result, offload_of, slim_tool
-from bosun.server.services.tasks import check_task_id, tasks_of
+from bosun.server.engine import Engine
+from bosun.server.surface import WRITES, tool
 
 CheckpointMode = Literal["snapshot", "resume", "report", "compact", "trim", "clear"]
-MEDIA_JSON = "application/json"
 
 
-def register(mcp: MCPServer[Any]) -> None:
-    from bosun.server.app import engine_of
+@tool(WRITES)
+async def checkpoint(
+    task_id: str,
+    mode: CheckpointMode,
+    ctx: Context[Engine],
+    seal: Annotated[str | None, Field(description="your last SEAL")] = None,
+    target_tokens: Annotated[int | None, Field(description="trim: tokens to free")] = None,
+    prune_mode: Literal["cache_ttl", "conservative", "balanced", "aggressive"] | None = None,
+    max_tokens: Annotated[int, Field(description="bound on resume/report text")] = 1500,
+) -> dict[str, Any]:
+    """Snapshot | resume | report | compact | trim | clear (plans move history into refs; nothing is deleted)."""
+    return await ctx.request_context.lifespan_context.checkpoint.run(
+        task_id, mode, seal, target_tokens, prune_mode, max_tokens)
 
-    @mcp.tool(annotations=ToolAnnotations(destructive_hint=False))
-    @tool_errors
-    async def checkpoint(
-        task_id: str,
-        mode: CheckpointMode,
-        ctx: Context[Any],
-        seal: Annotated[str | None, Field(description="your last SEAL")] = None,
-        target_tokens: Annotated[int | None, Field(description="trim: tokens to free")] = None,
-        prune_mode: Literal["cache_ttl", "conservative", "balanced", "aggressive"] | None = None,
-        max_tokens: Annotated[int, Field(description="bound on resume/report text")] = 1500,
-    ) -> CallToolResult:
-        """Snapshot | resume | report | compact | trim | clear (plans move history into refs; nothing is deleted)."""
-        engine = engine_of(ctx)
-        tasks = tasks_of(engine)
-        off = offload_of(engine)
-        task_id = check_task_id(task_id)
-        if not isinstance(max_tokens, int) or max_tokens < 100:
-            raise InvalidInput("max_tokens", f"must be an integer >= 100, got {max_tokens!r}")
-        state = await tasks.get(task_id)
-        drift = await tasks.check_seal(task_id, seal) if seal else None
-        events = await tasks.events(task_id)
-        pm = get_mode(prune_mode or str(state.flags.get("prune_mode") or off.default_mode))
-        out: dict[str, Any]
-        if mode == "snapshot":
-            body = json.dumps(state.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8")
-            ref = await engine.refs.put(body, MEDIA_JSON)
-            led = ledger_of(events)
-            state = await tasks.append(task_id, "checkpoint_saved", {
-                "ref": ref, "version": state.version, "observed_tokens": led.observed_tokens})
-            out = {"checkpoint": state.version, "ref": short_ref(ref.rsplit(":", 1)[1]), "of_version": state.version - 1,
-                   "seal": SEAL_PREFIX + state.seal}
-        elif mode == "resume":
-            items, snap = items_from_events(events)
-            live = [i for i in items if not i.dropped]
-            lines = [build_manifest(state) if not state.closed else f"task {task_id} is {state.status}"]
-            if state.active or state.remaining:
-                lines.append("next: " + "; ".join((state.active or state.remaining)[:3]))
-            for sig, f in list(state.failures.items())[-5:]:
-                lines.append(f"failure x{f.get('attempts')}: {sig}")
-            if state.flags:
-                lines.append("flags: " + ", ".join(f"{k}={v}" for k, v in state.flags.items()))
-            lines.append(f"{len(live)} results on record ({sum(i.tokens for i in live)} tokens), latest:")
-            lines.extend(digest_line(i) for i in live[-12:])
-            text, cut = bound("\n".join(lines), 64_000, max_tokens)
-            out = {"resume": text, "truncated": cut, "snapshot_seq": snap or None, "version": state.version,
-                   "seal": SEAL_PREFIX + state.seal}
-        elif mode == "report":
-            led_report = ledger_of(events).to_dict(off.prices, off.price_model)
-            refs = sorted({str(r) for ev in events for k in ("ref", "stored_ref")
-                           if isinstance(r := ev.payload.get(k), str) and r.startswith("mem://")})
-            verified = 0
-            for r in refs:
-                verified += int(await engine.refs.verify(r))
-            report = {
-                "task_id": task_id, "objective": state.objective, "status": state.status, "version": state.version,
-                "plan": {"completed": state.completed, "active": state.active, "remaining": state.remaining},
-                "decisions": state.decisions, "constraints": state.constraints,
-                "files": sorted(state.files), "failures": [{"signature": s, "attempts": f.get("attempts")}
-                                                           for s, f in state.failures.items()],
-                "lessons": state.lessons, "flags": state.flags, "ledger": led_report,
-                "refs": {"total": len(refs), "verified": verified, "lossless": verified == len(refs)},
-            }
-            full = json.dumps(report, ensure_ascii=False, sort_keys=True)
-            ref = await engine.refs.put(full.encode("utf-8"), MEDIA_JSON)
-            text, cut = bound(json.dumps(report, ensure_ascii=False, separators=(",", ":")), 64_000, max_tokens)
-            out = {"report": report if not cut else text, "truncated": cut, "ref": short_ref(ref.rsplit(":", 1)[1]),
-                   "seal": SEAL_PREFIX + state.seal}
-        else:
-            plan = plan_compaction(events, pm, mode, time.time(), target_tokens)
-            out = plan.to_dict()
-            out["drop"] = [short_ref(r.rsplit(":", 1)[1]) for r in out["drop"]]
-            out["apply"] = "evict these from your context, then observe(kind='dropped', refs=drop) to credit them"
-            out["prune_mode"] = pm.name
-            out["seal"] = SEAL_PREFIX + state.seal
-        if drift is not None:
-            out["drift"] = "ok" if drift.get("verdict") == "ok" else drift
-        return as_result(out)
 
-    slim_tool(mcp, "checkpoint")
+TOOLS = [checkpoint]

@@ -1,350 +1,76 @@
 """``plan``: start, update, resume or inspect a task; returns the sealed manifest.
 
-Every call may carry the agent's last ``seal``; the answer always holds the drift
-verdict for it and the current seal. Updates may carry ``based_on_version``: a
-stale one is rejected whole (nothing applied) with the current version and seal.
-Also registers the resources ``bosun://task/{task_id}/manifest`` and
-``.../status`` and the prompt ``task-resume``.
+Also registers the resources ``bosun://task/{task_id}/manifest`` and ``.../status`` and the
+prompt ``task-resume``. The logic is ``PlanService`` (server/services/plan.py).
 """
 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import Annotated, Any, Literal
 
-from mcp import MCPError
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from bosun.core.errors import BosunError, InvalidInput
-from bosun.core.task.manifest import budget_status, build_manifest
-from bosun.core.task.pressure import DECLARABLE, pressure
-from bosun.core.task.seal import SEAL_PREFIX, hashes
-from bosun.core.task.state import MEMORY_SCOPES, TaskState
-from bosun.core.tokens import estimate_tokens
-from bosun.server.errors import tool_errors
-from bosun.server.services.ledger import ledger_summary
-from bosun.server.services.tasks import TaskService, check_text, tasks_of
-
-if TYPE_CHECKING:
-    from bosun.server.engine import Engine
+from bosun.server.engine import Engine
+from bosun.server.services.plan import PlanRequest
+from bosun.server.surface import WRITES, lifespan_engine, protocol_errors, tool
 
 PlanMode = Literal["start", "update", "resume", "status"]
-CLOSE_STATUSES = ("done", "failed", "abandoned")
-RESUME_RECENT = 12
-INVALID_PARAMS = -32602  # recent journal entries shown by resume
 
 
-def _texts(field: str, values: list[str] | None) -> list[str]:
-    if values is None:
-        return []
-    if not isinstance(values, list):
-        raise InvalidInput(field, "must be a list of strings")
-    return [check_text(f"{field}[{i}]", v) for i, v in enumerate(values)]
-
-
-def _update_events(state: TaskState, args: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """Validate an update against the current state and turn it into journal events (in a fixed order)."""
-    if args.get("objective") is not None:
-        raise InvalidInput("objective", "is immutable once the task started",
-                           "add a constraint or decision, or start a new task")
-    if args.get("budget_tokens") is not None:
-        raise InvalidInput("budget_tokens", "is set at start only")
-    out: list[tuple[str, dict[str, Any]]] = []
-    if args.get("steps") is not None:
-        steps = _texts("steps", args["steps"])
-        if not steps:
-            raise InvalidInput("steps", "must not be empty when replacing the plan")
-        out.append(("plan_set", {"steps": steps}))
-    out += [("constraint_added", {"text": t}) for t in _texts("constraints", args.get("constraints"))]
-    out += [("decision_added", {"text": t}) for t in _texts("decisions", args.get("decisions"))]
-    for i, rev in enumerate(args.get("revise") or []):
-        field = f"revise[{i}]"
-        if not isinstance(rev, dict):
-            raise InvalidInput(field, "must be an object {collection, index, text, reason}")
-        coll = rev.get("collection")
-        if coll not in ("constraints", "decisions"):
-            raise InvalidInput(f"{field}.collection", f"unknown collection {coll!r}", "constraints, decisions")
-        items = state.constraints if coll == "constraints" else state.decisions
-        index = rev.get("index")
-        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(items):
-            raise InvalidInput(f"{field}.index", f"no {coll} item at {index!r}", f"0..{len(items) - 1}")
-        text = check_text(f"{field}.text", rev.get("text"))
-        if text == items[index]:
-            raise InvalidInput(f"{field}.text", "is identical to the pinned text; nothing to revise")
-        reason = check_text(f"{field}.reason", rev.get("reason") or "", allow_empty=True)
-        if not reason:
-            raise InvalidInput(f"{field}.reason", "a pinned item is only rewritten with a stated reason")
-        out.append((f"{coll[:-1]}_revised", {"index": index, "text": text, "reason": reason}))
-    if args.get("start_step") is not None:
-        out.append(("step_started", {"step": check_text("start_step", args["start_step"])}))
-    for i, step in enumerate(args.get("complete") or []):
-        out.append(("step_completed", {"step": check_text(f"complete[{i}]", step)}))
-    out += [("lesson_added", {"text": t}) for t in _texts("lessons", args.get("lessons"))]
-    for i, item in enumerate(args.get("memory") or []):
-        field = f"memory[{i}]"
-        if not isinstance(item, dict):
-            raise InvalidInput(field, "must be an object {scope, key, text}")
-        scope = item.get("scope", "task")
-        if scope not in MEMORY_SCOPES:
-            raise InvalidInput(f"{field}.scope", f"unknown scope {scope!r}", ", ".join(MEMORY_SCOPES))
-        out.append(("memory_added", {"scope": scope, "key": check_text(f"{field}.key", item.get("key")),
-                                     "text": check_text(f"{field}.text", item.get("text"))}))
-    declare = args.get("declare")
-    if declare:
-        parts = {}
-        for name, tokens in declare.items():
-            if name not in DECLARABLE:
-                raise InvalidInput(f"declare.{name}", "unknown context part", ", ".join(DECLARABLE))
-            if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
-                raise InvalidInput(f"declare.{name}", f"must be a token count >= 0, got {tokens!r}")
-            parts[name] = tokens
-        out.append(("context_declared", {"parts": parts}))
-    if args.get("close") is not None:
-        if args["close"] not in CLOSE_STATUSES:
-            raise InvalidInput("close", f"unknown status {args['close']!r}", ", ".join(CLOSE_STATUSES))
-        out.append(("task_closed", {"status": args["close"]}))
-    return out
-
-
-def _head_summary(report: dict[str, Any]) -> dict[str, Any]:
-    return {k: report[k] for k in ("ref", "tokens", "changed", "volatile", "volatile_count")}
-
-
-def _summary(payload: Any, limit: int = 120) -> str:
-    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _base(state: TaskState, drift: dict[str, Any]) -> dict[str, Any]:
-    lean = {k: v for k, v in drift.items() if k not in ("seal", "version")}  # both are top-level already
-    out: dict[str, Any] = {"task_id": state.task_id, "version": state.version, "status": state.status,
-                           "seal": SEAL_PREFIX + state.seal, "drift": lean}
-    if not state.closed:
-        out["manifest"] = build_manifest(state)
-    return out
-
-
-def resume_view(state: TaskState) -> dict[str, Any]:
-    """What an agent needs to continue after a crash or a context reset (bounded)."""
-    open_failures = [{"signature": sig, "tool": f.get("tool"), "attempts": f.get("attempts"),
-                      "error": f.get("error"), "lesson": f.get("lesson")}
-                     for sig, f in list(state.failures.items())[-10:]]
-    return {
-        "objective": state.objective,
-        "constraints": state.constraints,
-        "decisions": state.decisions,
-        "plan": {"completed": state.completed, "active": state.active, "remaining": state.remaining},
-        "lessons": state.lessons[-20:],
-        "memory": list(state.memory.values())[-20:],
-        "failures": open_failures,
-        "files": sorted(state.files)[-30:],
-        "handoffs": {k: v for k, v in state.handoffs.items() if v.get("status") != "completed"},
-        "flags": state.flags,
-        "agents": state.agents,
-    }
-
-
-async def status_view(svc: TaskService, state: TaskState) -> dict[str, Any]:
-    manifest = build_manifest(state)
-    out = {
-        "pressure": pressure(state, estimate_tokens(manifest)),
-        "budget": {"declared": state.budget, "consumed_tokens": state.consumed_tokens,
-                   "status": budget_status(state)},
-        "plan": {"completed": len(state.completed), "active": state.active, "remaining": len(state.remaining),
-                 "total": len(state.plan)},
-        "hashes": hashes(state),
-        "events": dict(sorted(state.event_counts.items())),
-        "ledger": await ledger_summary(svc.engine, state.task_id),
-    }
-    return out
-
-
-def resume_prompt(state: TaskState) -> str:
-    """The task-resume recovery template, filled from the task."""
-    view = resume_view(state)
-    lines = [
-        f"You are resuming task {state.task_id} after a crash or a context reset. Its state is authoritative;",
-        "do not redo completed steps, and keep every constraint and decision below verbatim.",
-        "",
-        "Carry this manifest at a fixed place in your context and pass its SEAL to every task-scoped tool:",
-        build_manifest(state) if not state.closed else f"(task closed: {state.status})",
-        "",
-        f"Objective: {state.objective}",
-        "Constraints:", *[f"  {i}. {c}" for i, c in enumerate(state.constraints)],
-        "Decisions (pinned):", *[f"  {i}. {d}" for i, d in enumerate(state.decisions)],
-        "Completed: " + ("; ".join(state.completed) or "none"),
-        "Active: " + ("; ".join(state.active) or "none"),
-        "Remaining: " + ("; ".join(state.remaining) or "none"),
-    ]
-    if view["lessons"]:
-        lines += ["Lessons:", *[f"  - {t}" for t in view["lessons"]]]
-    if view["failures"]:
-        lines += ["Failures seen (do not repeat blindly):",
-                  *[f"  - {f['tool']}: {f['error']} (x{f['attempts']})" for f in view["failures"]]]
-    lines += ["", f"Next: update the plan with plan(mode='update', task_id='{state.task_id}', "
-                  f"based_on_version={state.version}, seal=<SEAL>, ...)."]
-    return "\n".join(lines)
-
-
-async def _plan(
-    engine: Engine, mode: str, task_id: str | None, seal: str | None, based_on_version: int | None,
-    objective: str | None, steps: list[str] | None, constraints: list[str], decisions: list[str],
-    start_step: str | None, complete: list[str], lessons: list[str], memory: list[dict[str, str]],
-    revise: list[dict[str, Any]], rules: str | None, declare: dict[str, int] | None, budget_tokens: int | None,
-    close: str | None, agent: str | None,
+@tool(WRITES)
+async def plan(
+    mode: PlanMode,
+    ctx: Context[Engine],
+    task_id: Annotated[str, Field(description="task= of the manifest (all modes but start)")] = "",
+    seal: Annotated[str, Field(description="your last SEAL; drift is reported against it")] = "",
+    based_on_version: Annotated[int, Field(description="update: the v= it is based on (0: none)")] = 0,
+    objective: Annotated[str, Field(description="start only; immutable")] = "",
+    steps: Annotated[tuple[str, ...], Field(description="start: the plan; update: replace it")] = (),
+    constraints: Annotated[tuple[str, ...], Field(description="append")] = (),
+    decisions: Annotated[tuple[str, ...], Field(description="append; pinned verbatim")] = (),
+    start_step: str = "",
+    complete: tuple[str, ...] = (),
+    lessons: tuple[str, ...] = (),
+    memory: Annotated[tuple[dict[str, str], ...], Field(description="[{scope,key,text}]")] = (),
+    revise: Annotated[tuple[dict[str, Any], ...],
+                      Field(description="rewrite pinned: [{collection,index,text,reason}]")] = (),
+    rules: Annotated[str, Field(description="the task's rules (part of the head)")] = "",
+    declare: Annotated[dict[str, int] | None, Field(description="known token counts: window,history,...")] = None,
+    budget_tokens: Annotated[int, Field(description="start: token budget")] = 0,
+    close: Literal["done", "failed", "abandoned"] | None = None,
+    agent: Annotated[str, Field(description="your agent name")] = "",
 ) -> dict[str, Any]:
-    """The body of the plan tool (None = the caller did not send that field)."""
-    svc = tasks_of(engine)
-    if mode == "start":
-        if objective is None:
-            raise InvalidInput("objective", "is required to start a task")
-        if task_id is not None:
-            raise InvalidInput("task_id", "is assigned by start; omit it")
-        if budget_tokens is not None and budget_tokens <= 0:
-            raise InvalidInput("budget_tokens", "must be > 0")
-        blank = TaskState(task_id="")
-        extra = _update_events(blank, {"lessons": lessons, "memory": memory, "declare": declare})
-        report = None
-        if rules is not None:
-            event, report = await svc.head_event(blank, "rules", check_text("rules", rules))
-            extra = ([event] if event else []) + extra
-        state = await svc.start(objective, constraints=constraints or [], decisions=decisions or [],
-                                plan=steps or [], budget={"tokens": budget_tokens} if budget_tokens else {},
-                                agent=agent, extra=extra)  # one statement: the task never exists half-made
-        out = _base(state, await svc.check_seal(state.task_id, None, state))
-        if report is not None:
-            out["rules"] = _head_summary(report)
-        return out
-    if task_id is None:
-        raise InvalidInput("task_id", f"is required for mode={mode}", "the task= value of the manifest")
-    before = await svc.get(task_id)
-    drift = await svc.check_seal(task_id, seal, before)  # against the state the agent has not seen yet
-    if mode == "update":
-        events = _update_events(before, {
-            "objective": objective, "budget_tokens": budget_tokens, "steps": steps,
-            "constraints": constraints, "decisions": decisions, "revise": revise, "start_step": start_step,
-            "complete": complete, "lessons": lessons, "memory": memory, "declare": declare, "close": close})
-        if not events and rules is None:
-            raise InvalidInput("mode", "update carries nothing to change",
-                               "constraints, decisions, steps, start_step, complete, lessons, memory, revise, "
-                               "rules, declare or close")
-        report = None
-        if rules is not None:
-            event, report = await svc.head_event(before, "rules", check_text("rules", rules))
-            events = ([event] if event else []) + events
-        state = await svc.append_many(task_id, events, agent=agent, expected_version=based_on_version)
-        out = _base(state, drift)
-        out["applied"] = len(events)
-        if report is not None:
-            out["rules"] = _head_summary(report)
-        return out
-    if mode == "resume":
-        out = _base(before, drift)
-        out["resume"] = resume_view(before)
-        recent = await svc.events(task_id, max(0, before.version - RESUME_RECENT))
-        out["resume"]["recent"] = [{"seq": e.seq, "kind": e.kind, "agent": e.agent,
-                                    "summary": _summary(e.payload)} for e in recent]
-        return out
-    out = _base(before, drift)
-    out.update(await status_view(svc, before))
-    return out
+    """Task state with a sealed manifest: start | update | resume | status. Carry the manifest; pass its SEAL."""
+    req = PlanRequest(
+        task_id=task_id or None, seal=seal or None, based_on_version=based_on_version or None,
+        objective=objective or None, steps=list(steps) if steps else None, constraints=list(constraints),
+        decisions=list(decisions), start_step=start_step or None, complete=list(complete), lessons=list(lessons),
+        memory=list(memory), revise=list(revise), rules=rules or None, declare=declare,
+        budget_tokens=budget_tokens or None, close=close, agent=agent or None)
+    return await ctx.request_context.lifespan_context.plan.run(mode, req)
 
 
-def _drop_titles(mcp: MCPServer[Any], name: str) -> None:
-    """Remove pydantic's auto-generated "title" keys from the advertised schemas (~100 tokens every agent
-    pays for in its context); validation uses the pydantic model, not this dict."""
-    tool = mcp._tool_manager.get_tool(name)
-    if tool is None:
-        return
-
-    def strip(node: Any) -> None:
-        if isinstance(node, dict):
-            node.pop("title", None)
-            for key, value in node.items():
-                if key == "properties" and isinstance(value, dict):
-                    for prop in value.values():
-                        strip(prop)
-                elif key != "default":
-                    strip(value)
-        elif isinstance(node, list):
-            for item in node:
-                strip(item)
-
-    strip(tool.parameters)
-    if tool.output_schema is not None:
-        strip(tool.output_schema)
+TOOLS = [plan]
 
 
-def _resource_error(exc: BosunError) -> MCPError:
-    """Resources cannot return a tool error; a JSON-RPC error keeps the message (the SDK hides others)."""
-    return MCPError(INVALID_PARAMS, str(exc))
-
-
-def register(mcp: MCPServer[Any]) -> None:
-    from bosun.server.app import engine_of
-
-    @mcp.tool(structured_output=True)
-    @tool_errors
-    async def plan(
-        mode: PlanMode,
-        ctx: Context[Any],
-        task_id: Annotated[str, Field(description="task= of the manifest (all modes but start)")] = "",
-        seal: Annotated[str, Field(description="your last SEAL; drift is reported against it")] = "",
-        based_on_version: Annotated[int, Field(description="update: the v= it is based on (0: none)")] = 0,
-        objective: Annotated[str, Field(description="start only; immutable")] = "",
-        steps: Annotated[tuple[str, ...], Field(description="start: the plan; update: replace it")] = (),
-        constraints: Annotated[tuple[str, ...], Field(description="append")] = (),
-        decisions: Annotated[tuple[str, ...], Field(description="append; pinned verbatim")] = (),
-        start_step: str = "",
-        complete: tuple[str, ...] = (),
-        lessons: tuple[str, ...] = (),
-        memory: Annotated[tuple[dict[str, str], ...], Field(description="[{scope,key,text}]")] = (),
-        revise: Annotated[tuple[dict[str, Any], ...],
-                          Field(description="rewrite pinned: [{collection,index,text,reason}]")] = (),
-        rules: Annotated[str, Field(description="the task's rules (part of the head)")] = "",
-        declare: Annotated[dict[str, int] | None, Field(description="known token counts: window,history,...")] = None,
-        budget_tokens: Annotated[int, Field(description="start: token budget")] = 0,
-        close: Literal["done", "failed", "abandoned"] | None = None,
-        agent: Annotated[str, Field(description="your agent name")] = "",
-    ) -> dict[str, Any]:
-        """Task state with a sealed manifest: start | update | resume | status. Carry the manifest; pass its SEAL."""
-        if based_on_version < 0:
-            raise InvalidInput("based_on_version", "must be >= 1 (or 0 for none)", "the v= value of your manifest")
-        if budget_tokens < 0:
-            raise InvalidInput("budget_tokens", "must be > 0")
-        return await _plan(engine_of(ctx), mode, task_id or None, seal or None, based_on_version or None,
-                           objective or None, list(steps) if steps else None, list(constraints), list(decisions),
-                           start_step or None, list(complete), list(lessons), list(memory), list(revise),
-                           rules or None, declare, budget_tokens or None, close, agent or None)
-
-    _drop_titles(mcp, "plan")
-
+def register(mcp: MCPServer[Engine], engine: Engine) -> None:
     @mcp.resource("bosun://task/{task_id}/manifest", mime_type="text/plain")
+    @protocol_errors
     async def task_manifest(task_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """The sealed manifest of an open task."""
-        try:
-            return await tasks_of(engine_of(ctx)).manifest(task_id)
-        except BosunError as exc:
-            raise _resource_error(exc) from exc
+        return await lifespan_engine(ctx).tasks.manifest(task_id)
 
     @mcp.resource("bosun://task/{task_id}/status", mime_type="application/json")
+    @protocol_errors
     async def task_status(task_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """Context pressure by zone, budget, plan progress and the zone hashes."""
-        svc = tasks_of(engine_of(ctx))
-        try:
-            state = await svc.get(task_id)
-        except BosunError as exc:
-            raise _resource_error(exc) from exc
-        body = {"task_id": state.task_id, "version": state.version, "status": state.status, "seal": state.seal}
-        body.update(await status_view(svc, state))
-        return json.dumps(body, ensure_ascii=False, sort_keys=True)
+        return json.dumps(await lifespan_engine(ctx).plan.status(task_id), ensure_ascii=False, sort_keys=True)
 
     @mcp.prompt(name="task-resume", title="Resume a task")
+    @protocol_errors
     async def task_resume(task_id: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """A clean recovery template filled from the task's journal."""
-        try:
-            return resume_prompt(await tasks_of(engine_of(ctx)).get(task_id))
-        except BosunError as exc:
-            raise _resource_error(exc) from exc
+        return await lifespan_engine(ctx).plan.resume_prompt(task_id)

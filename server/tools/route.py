@@ -1,8 +1,9 @@
 """``route`` and ``get_policy``: which governance documents bear on this prompt, and the whole document.
 
-Also serves ``bosun://policies`` (the listing) and ``bosun://policy/{name}``,
-and a plain JSON endpoint ``POST /v1/route`` so the Claude Code hook can ask
-the warm daemon without an MCP session (stdlib HTTP, no handshake).
+Also serves ``bosun://policies`` (the listing) and ``bosun://policy/{name}``, and a plain JSON
+endpoint ``POST /v1/route`` so the Claude Code hook can ask the warm daemon without an MCP
+session (stdlib HTTP, no handshake). Every route is recorded in telemetry (outcome, latency,
+names; never the prompt).
 """
 
 from __future__ import annotations
@@ -15,26 +16,17 @@ from typing import Annotated, Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from mcp.types import ToolAnnotations
 from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from bosun.core.errors import BosunError, InvalidInput
 from bosun.server import telemetry
-from bosun.server.engine import ModelUnavailable
-from bosun.server.errors import tool_errors
-from bosun.server.services.policies import EXTENSION_KEY, CorpusError, PolicyService, service_of
+from bosun.server.engine import Engine, ModelUnavailable
+from bosun.server.services.policies import CorpusError, PolicyService
+from bosun.server.surface import READ_ONLY, lifespan_engine, protocol_errors, tool
 
 log = logging.getLogger("bosun.route")
-
-
-async def on_open(engine: Any) -> None:
-    """Start loading the corpus in the background; the first route waits for it."""
-    if EXTENSION_KEY not in engine.extensions:
-        svc = PolicyService(engine)
-        engine.extensions[EXTENSION_KEY] = svc
-        svc.start()
 
 
 async def routed(svc: PolicyService, prompt: Any, top_k: int | None, arrived: float, via: str) -> dict[str, Any]:
@@ -53,50 +45,48 @@ async def routed(svc: PolicyService, prompt: Any, top_k: int | None, arrived: fl
     return out
 
 
-def register(mcp: MCPServer[Any]) -> None:
-    from bosun.server.app import engine_of
+@tool(READ_ONLY)
+async def route(
+    prompt: Annotated[str, Field(description="the user's request, as text")],
+    ctx: Context[Engine],
+    top_k: Annotated[int | None, Field(description="max hits (default 2)")] = None,
+) -> dict[str, Any]:
+    """Names of the governance policies that bear on this prompt, with evidence; empty when none apply. Read one with get_policy."""
+    out = await routed(ctx.request_context.lifespan_context.policies, prompt, top_k, time.perf_counter(), "mcp")
+    out.pop("cached", None)
+    return out
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True), structured_output=True)
-    @tool_errors
-    async def route(
-        prompt: Annotated[str, Field(description="the user's request, as text")],
-        ctx: Context[Any],
-        top_k: Annotated[int | None, Field(description="max hits (default 2)")] = None,
-    ) -> dict[str, Any]:
-        """Names of the governance policies that bear on this prompt, with evidence; empty when none apply. Read one with get_policy."""
-        arrived = time.perf_counter()
-        out = await routed(service_of(engine_of(ctx)), prompt, top_k, arrived, "mcp")
-        out.pop("cached", None)
-        return out
 
-    @mcp.tool(annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True), structured_output=True)
-    @tool_errors
-    async def get_policy(
-        name: Annotated[str, Field(description="a policy name from route")], ctx: Context[Any]
-    ) -> dict[str, Any]:
-        """The whole policy document, rules with their exceptions."""
-        policy = await service_of(engine_of(ctx)).get(name)
-        return {"name": policy.name, "text": policy.text}
+@tool(READ_ONLY)
+async def get_policy(
+    name: Annotated[str, Field(description="a policy name from route")], ctx: Context[Engine]
+) -> dict[str, Any]:
+    """The whole policy document, rules with their exceptions."""
+    policy = await ctx.request_context.lifespan_context.policies.get(name)
+    return {"name": policy.name, "text": policy.text}
 
+
+TOOLS = [route, get_policy]
+
+
+def register(mcp: MCPServer[Engine], engine: Engine) -> None:
     @mcp.resource("bosun://policies", mime_type="application/json")
+    @protocol_errors
     async def policies_resource() -> str:
         """Every routable policy: name, routing surface, family and relations (no rule text)."""
-        # static resources get no Context in mcp 2.3: the engine is the one create_server attached
-        return json.dumps(await service_of(mcp.bosun_engine).listing(), indent=1)  # type: ignore[attr-defined]
+        # a static resource gets no Context in mcp 2.3: it reads the Engine the server was built on
+        return json.dumps(await engine.policies.listing(), indent=1)
 
     @mcp.resource("bosun://policy/{name}", mime_type="text/markdown")
+    @protocol_errors
     async def policy_resource(name: str, ctx: Context) -> str:  # type: ignore[type-arg]
         """One policy document, whole."""
-        return (await service_of(engine_of(ctx)).get(name)).text
-
+        return (await lifespan_engine(ctx).policies.get(name)).text
 
     @mcp.custom_route("/v1/route", methods=["POST"])
     async def http_route(request: Request) -> JSONResponse:
         arrived = time.perf_counter()
-        eng = getattr(mcp, "bosun_engine", None)
-        if eng is None:
-            return JSONResponse({"error": "engine not ready"}, status_code=503)
-        token = eng.config.token
+        token = engine.config.token
         if token:
             given = request.headers.get("authorization", "")
             if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
@@ -110,7 +100,7 @@ def register(mcp: MCPServer[Any]) -> None:
             return JSONResponse({"error": "body must be a JSON object with 'prompt'"}, status_code=400)
         top_k = body.get("top_k")
         try:
-            out = await routed(service_of(eng), body.get("prompt"), top_k if isinstance(top_k, int) else None,
+            out = await routed(engine.policies, body.get("prompt"), top_k if isinstance(top_k, int) else None,
                                arrived, "http")
         except BosunError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)

@@ -1,30 +1,32 @@
-"""OffloadService: observe, drop receipts, file reads and recall accounting for every task.
+"""ObserveService: observe a tool's outcome, keep big results out of the prompt, credit drops.
 
-Warm state in ``engine.extensions["offload"]``: the configured redactor, the
-price table and the short-ref index. Ordering is the atomicity argument: a
-result's bytes are stored (and committed) BEFORE the journal event that points
-at them is appended, so a process killed in between leaves at most an
-unreferenced blob (harmless; identical bytes re-use it), never an event whose
-ref is missing. A payload over the limit is refused before anything is written.
+Ordering is the atomicity argument: a result's bytes are stored (and committed) BEFORE the
+journal event that points at them is appended, so a process killed in between leaves at most
+an unreferenced blob (harmless; identical bytes re-use it), never an event whose ref is
+missing. A payload over the limit is refused before anything is written.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import stat
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcp.types import CallToolResult, TextContent
-
-from bosun.core.errors import InvalidInput, NotFound
-from bosun.core.guard.loopguard import args_hash, canonical_args, error_signature, shell_command
+from bosun.core.actions import (
+    args_hash,
+    canonical_args,
+    clean_text,
+    clean_value,
+    error_signature,
+    shell_command,
+    short_args,
+)
+from bosun.core.errors import InvalidInput
 from bosun.core.offload.compaction import ITEM_KEYS, ITEM_KINDS, plan_compaction
 from bosun.core.offload.offload import (
     PruneMode,
+    answer_tokens,
     build_stub,
     count_lines,
     decide,
@@ -35,94 +37,18 @@ from bosun.core.offload.offload import (
 )
 from bosun.core.offload.outline import Utf8Text, build_outline, detect_kind
 from bosun.core.redact import Redactor, redact_value
-from bosun.core.task.ledger import parse_prices
 from bosun.core.task.state import Event
-from bosun.core.tokens import estimate_tokens
-from bosun.server.services.tasks import TaskService, check_text, tasks_of
-from bosun.store.refindex import SQLiteRefIndex
+from bosun.server.services.files import FileService
+from bosun.server.services.recall import RefResolver
+from bosun.server.services.tasks import TaskService, check_task_id, check_text
 from bosun.store.refs import PendingPut, make_ref
 
 if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
-EXTENSION_KEY = "offload"
 COMPACT_EVERY = 8  # results between compaction checks
 COMPACT_MIN_TOKENS = 500  # suggest compaction only when it would free at least this much
-ARG_TEXT_CHARS = 400  # each string in the journaled args is cut to this many characters
 MEDIA_TEXT = "text/plain; charset=utf-8"
-
-
-def _compact(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
-def as_result(answer: dict[str, Any], text: str | None = None) -> CallToolResult:
-    """A tool answer whose model-facing text is compact (one-line JSON, or ``text``), not indented JSON.
-
-    The SDK would render a returned dict with indent=2; the indentation alone costs the agent
-    ~25% more tokens on every call. ``structured_content`` keeps the dict for programs.
-    """
-    return CallToolResult(content=[TextContent(type="text", text=text if text is not None else _compact(answer))],
-                          structured_content=answer)
-
-
-def slim_schema(schema: Any) -> Any:
-    """A tool input schema without what costs tokens and says nothing: pydantic ``title``s, and
-    ``anyOf [T, null]`` + ``default: null`` on optional parameters (an omitted optional is null)."""
-    if isinstance(schema, list):
-        return [slim_schema(s) for s in schema]
-    if not isinstance(schema, dict):
-        return schema
-    out = {k: slim_schema(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
-    any_of = out.get("anyOf")
-    if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of and out.get("default", 0) is None:
-        other = next(s for s in any_of if s != {"type": "null"})
-        out.pop("anyOf")
-        out.pop("default")
-        out = {**other, **out}
-    return out
-
-
-def slim_tool(mcp: Any, name: str) -> None:
-    """Apply ``slim_schema`` to a registered tool (the listing every agent pays for on every turn)."""
-    tool = mcp._tool_manager.get_tool(name)
-    if tool is not None:
-        tool.parameters = slim_schema(tool.parameters)
-
-
-def answer_tokens(answer: dict[str, Any]) -> int:
-    """Tokens the agent carries for a bosun answer (its compact JSON)."""
-    return estimate_tokens(_compact(answer))
-
-
-def clean_text(text: str) -> str:
-    """Lone UTF-16 surrogates (a JSON ``"\\ud800"``) cannot be UTF-8: they become U+FFFD, never an error."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
-
-
-def clean_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, dict):
-        return {clean_text(str(k)): clean_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [clean_value(v) for v in value]
-    return value
-
-
-def short_args(args: Any) -> Any:
-    """Redacted args with long strings cut: enough for the loop guard and a human, never a payload."""
-    if isinstance(args, str):
-        return args if len(args) <= ARG_TEXT_CHARS else args[:ARG_TEXT_CHARS] + "…"
-    if isinstance(args, dict):
-        return {k: short_args(v) for k, v in args.items()}
-    if isinstance(args, list):
-        return [short_args(v) for v in args[:50]]
-    return args
 
 
 def _test_outcome(facts: dict[str, Any], kind: str) -> bool | None:
@@ -148,28 +74,39 @@ class _CompactionView:
     events: list[Event] = field(default_factory=list)
 
 
-class OffloadService:
-    """Everything observe/recall/checkpoint need beyond the task journal."""
+class ObserveService:
+    """observe(kind=result|failure|dropped|decision|constraint|head|contract) for every task."""
 
-    def __init__(self, engine: Engine) -> None:
-        cfg = engine.config
+    def __init__(self, engine: Engine, tasks: TaskService, redactor: Redactor, refs: RefResolver,
+                 files: FileService) -> None:
         self.engine = engine
-        self.redactor = Redactor(cfg.redact_disable, cfg.redact_extra)
-        self.prices = parse_prices(cfg.prices)
-        self.price_model = cfg.price_model or "default"
-        self.default_mode = get_mode(cfg.prune_mode).name
-        self.index = SQLiteRefIndex(engine.conn)
+        self.tasks = tasks
+        self.files = files
+        self.redactor = redactor
+        self.resolver = refs
+        self.default_mode = get_mode(engine.config.prune_mode).name
         self._views: dict[str, _CompactionView] = {}
 
-    async def aclose(self) -> None:
-        return None
-
-    @property
-    def tasks(self) -> TaskService:
-        return tasks_of(self.engine)
-
-    async def resolve(self, ref: str, field: str = "ref") -> str:
-        return await self.index.resolve(ref, field)
+    async def run(self, task_id: str, kind: str, tool: str | None = None, args: Any = None, result: Any = None,
+                  seal: str | None = None, path: str | None = None, text: str | None = None,
+                  refs: list[str] | None = None, mode: str | None = None, offload: bool | None = None,
+                  agent: str | None = None) -> dict[str, Any]:
+        """One observe call, by kind; ``drift`` joins the answer (lean when the seal is intact)."""
+        task_id = check_task_id(task_id)
+        drift = await self.tasks.check_seal(task_id, seal) if seal else None
+        if kind in ("result", "failure"):
+            out = await self.observe_output(task_id, kind == "failure", tool, args, result, mode, offload, agent)
+        elif kind == "dropped":
+            out = await self.drop(task_id, list(refs or []) + ([result] if result else []), agent)
+        elif kind == "file":
+            if path is None:
+                raise InvalidInput("path", "kind='file' needs the path of the file read")
+            out = await self.files.observe_file(task_id, path, agent)
+        else:
+            out = await self.observe_text(task_id, kind, text if text is not None else result, agent)
+        if drift is not None:  # the full block only when something drifted
+            out["drift"] = "ok" if drift.get("verdict") == "ok" else drift
+        return out
 
     # -- observe: result / failure --------------------------------------------------------
     async def observe_output(
@@ -356,7 +293,7 @@ class OffloadService:
         credited = 0
         already: list[str] = []
         for i, r in enumerate(refs):
-            full = make_ref(await self.resolve(r, f"refs[{i}]"))
+            full = make_ref(await self.resolver.resolve(r, f"refs[{i}]"))
             if full not in known:
                 raise InvalidInput(f"refs[{i}]", f"{r} was not observed in task {task_id}",
                                    "a ref returned by observe for this task")
@@ -376,61 +313,6 @@ class OffloadService:
             answer["version"] = state.version
         return answer
 
-    # -- files -----------------------------------------------------------------------------
-    def _resolve_path(self, path: str) -> Path:
-        roots = [Path(os.path.realpath(r)) for r in self.engine.config.roots]
-        if not roots:
-            raise InvalidInput("path", "no readable roots are configured", "set BOSUN_ROOTS=/path/a:/path/b")
-        if not isinstance(path, str) or not path.strip() or "\x00" in path:
-            raise InvalidInput("path", "must be a non-empty file path")
-        p = Path(path.strip()).expanduser()
-        if ".." in p.parts:
-            raise InvalidInput("path", "'..' is not allowed (path traversal)", "a path under BOSUN_ROOTS")
-        candidates = [p] if p.is_absolute() else [root / p for root in roots]
-        for cand in candidates:
-            real = Path(os.path.realpath(cand))
-            for root in roots:
-                if (real == root or root in real.parents) and os.path.lexists(cand):
-                    return real
-        if any(os.path.lexists(c) for c in candidates):
-            raise InvalidInput("path", f"{path} resolves outside BOSUN_ROOTS (symlink or absolute path)",
-                               ", ".join(str(r) for r in roots))
-        raise NotFound("file", path, f"not found under {', '.join(str(r) for r in roots)}")
-
-    async def observe_file(self, task_id: str, path: str, agent: str | None = None) -> dict[str, Any]:
-        """Record a file the agent read: path, sha256 (of the scrubbed bytes), mtime, size; content as a ref."""
-        real = self._resolve_path(path)
-        try:
-            st = os.stat(real)
-        except OSError as exc:
-            raise NotFound("file", path, str(exc)) from exc
-        if not stat.S_ISREG(st.st_mode):
-            raise InvalidInput("path", f"{path} is not a regular file")
-        limit = self.engine.config.max_file_bytes
-        if st.st_size > limit:
-            raise InvalidInput("path", f"{path} is {st.st_size} bytes; the limit is {limit} (BOSUN_MAX_FILE_BYTES)")
-        state = await self.tasks.get(task_id)
-        raw = real.read_bytes()[: limit + 1]
-        if len(raw) > limit:
-            raise InvalidInput("path", f"{path} grew past the limit of {limit} bytes while being read")
-        data, redactions = self.redactor.redact_bytes(raw)
-        text = data.decode("utf-8", "replace")
-        ref = await self.engine.refs.put(data, MEDIA_TEXT)
-        digest = ref.rsplit(":", 1)[1]
-        prev = state.files.get(str(real))
-        answer: dict[str, Any] = {
-            "path": str(real), "sha256": short_ref(digest).rsplit(":", 1)[1], "size": st.st_size,
-            "mtime": round(st.st_mtime, 3), "tokens": fast_tokens(text), "ref": short_ref(digest),
-            "changed": None if prev is None else prev.get("sha256") != digest,
-        }
-        if redactions:
-            answer["redacted"] = sum(redactions.values())
-        payload = {"path": str(real), "sha256": digest, "mtime": st.st_mtime, "size": st.st_size, "ref": ref,
-                   "tokens": answer["tokens"], "response_tokens": answer_tokens(answer)}
-        state = await self.tasks.append(task_id, "file_read", payload, agent=agent)
-        answer["version"] = state.version
-        return answer
-
     # -- decisions, constraints, head ------------------------------------------------------
     async def observe_text(self, task_id: str, kind: str, text: str | None, agent: str | None = None) -> dict[str, Any]:
         if isinstance(text, str):
@@ -443,37 +325,3 @@ class OffloadService:
         event = "decision_added" if kind == "decision" else "constraint_added"
         state = await self.tasks.append(task_id, event, {"text": body}, agent=agent)
         return {"recorded": event, "version": state.version, "seal": "sha256:" + state.seal}
-
-    # -- recall ------------------------------------------------------------------------------
-    async def recall(self, ref: str, op: str, task_id: str | None = None, **query: Any) -> tuple[dict[str, Any], str]:
-        """Run one recall op on a stored payload: (structured answer, model-facing text).
-
-        The bytes come through ``RefStore.get`` (re-hashed on every read); the text is the
-        recalled part under a one-line header, not JSON-escaped.
-        """
-        from bosun.core.offload.query import run_query
-
-        digest = await self.resolve(ref)
-        data = await self.engine.refs.get(digest)
-        res = run_query(data, op, **query)
-        out: dict[str, Any] = {"ref": short_ref(digest), "op": op, "text": res.text, "total_bytes": res.total_bytes,
-                               "total_lines": res.total_lines, "truncated": res.truncated}
-        if res.note:
-            out["note"] = res.note
-        out.update(res.extra)
-        meta = {k: v for k, v in out.items() if k not in ("text", "ref", "recall")}
-        text = f"[{short_ref(digest)} {' '.join(f'{k}={v}' for k, v in meta.items())}]\n{res.text}"
-        if task_id is not None:
-            await self.note_recall(task_id, make_ref(digest), op, estimate_tokens(text))
-        return out, text
-
-    async def note_recall(self, task_id: str, ref: str, op: str, tokens: int) -> None:
-        await self.tasks.append(task_id, "recalled", {"ref": ref, "op": op, "tokens": tokens})
-
-
-def offload_of(engine: Engine) -> OffloadService:
-    svc = engine.extensions.get(EXTENSION_KEY)
-    if not isinstance(svc, OffloadService):
-        svc = OffloadService(engine)
-        engine.extensions[EXTENSION_KEY] = svc
-    return svc

@@ -1,0 +1,80 @@
+"""One owner for the daemon's background work: tasks on the event loop and work in threads.
+
+Why: work left running in a worker thread (a model load, a corpus being embedded) used to
+keep the process alive for tens of seconds after SIGTERM, and a cancelled close could leave
+the database's thread behind. Everything bosun starts in the background goes through here,
+so a shutdown stops it within a deadline: tasks are cancelled and awaited, thread work runs
+on daemon threads (a cancelled caller stops waiting at once; the thread finishes its current
+batch alone and cannot hold the process open), and ``stopping`` tells batch loops to stop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+log = logging.getLogger("bosun.background")
+
+
+class Background:
+    """Starts, tracks and stops the background work of one Engine."""
+
+    def __init__(self) -> None:
+        self.stopping = threading.Event()  # read by thread work between batches
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
+        """Run ``coro`` as a task this owner cancels on shutdown."""
+        if self.stopping.is_set():
+            coro.close()
+            raise RuntimeError(f"cannot start {name}: shutting down")
+        task = asyncio.get_running_loop().create_task(coro, name=f"bosun-{name}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return task
+
+    async def in_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on a daemon thread; cancelling the caller abandons the wait, not the process."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+
+        def settle(result: Any, error: BaseException | None) -> None:
+            if future.done():  # the caller was cancelled: nobody waits for this any more
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+        def run() -> None:
+            try:
+                result = fn(*args)
+            except BaseException as exc:
+                with contextlib.suppress(RuntimeError):  # the loop is already closed
+                    loop.call_soon_threadsafe(settle, None, exc)
+                return
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(settle, result, None)
+
+        threading.Thread(target=run, name=f"bosun-{getattr(fn, '__name__', 'work')}", daemon=True).start()
+        return await future
+
+    async def aclose(self, deadline_s: float) -> None:
+        """Cancel every task and wait for them at most ``deadline_s`` seconds."""
+        self.stopping.set()
+        pending = [t for t in self._tasks if not t.done()]
+        for task in pending:
+            task.cancel()
+        if pending:
+            _, still = await asyncio.wait(pending, timeout=deadline_s)
+            for task in still:
+                log.warning("background task %s did not stop within %.1fs; abandoned", task.get_name(), deadline_s)
+
+    def running(self) -> list[str]:
+        """Names of the tasks still running (for /healthz and tests)."""
+        return sorted(t.get_name() for t in self._tasks if not t.done())

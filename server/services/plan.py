@@ -1,0 +1,282 @@
+"""PlanService: start, update, resume or inspect a task; every answer carries the sealed manifest.
+
+Every call may carry the agent's last ``seal``; the answer always holds the drift verdict for
+it and the current seal. Updates may carry ``based_on_version``: a stale one is rejected whole
+(nothing applied) with the current version and seal.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from bosun.core.errors import InvalidInput
+from bosun.core.task.manifest import budget_status, build_manifest
+from bosun.core.task.pressure import DECLARABLE, pressure
+from bosun.core.task.seal import SEAL_PREFIX, hashes
+from bosun.core.task.state import MEMORY_SCOPES, TaskState
+from bosun.core.tokens import estimate_tokens
+from bosun.server.services.ledger import LedgerService
+from bosun.server.services.tasks import TaskService, check_text
+
+CLOSE_STATUSES = ("done", "failed", "abandoned")
+RESUME_RECENT = 12  # recent journal entries shown by resume
+
+
+@dataclass
+class PlanRequest:
+    """The fields of one plan call; None (or empty) = the caller did not send that field."""
+
+    task_id: str | None = None
+    seal: str | None = None
+    based_on_version: int | None = None
+    objective: str | None = None
+    steps: list[str] | None = None
+    constraints: list[str] = field(default_factory=list)
+    decisions: list[str] = field(default_factory=list)
+    start_step: str | None = None
+    complete: list[str] = field(default_factory=list)
+    lessons: list[str] = field(default_factory=list)
+    memory: list[dict[str, str]] = field(default_factory=list)
+    revise: list[dict[str, Any]] = field(default_factory=list)
+    rules: str | None = None
+    declare: dict[str, int] | None = None
+    budget_tokens: int | None = None
+    close: str | None = None
+    agent: str | None = None
+
+
+def _texts(field: str, values: list[str] | None) -> list[str]:
+    if values is None:
+        return []
+    if not isinstance(values, list):
+        raise InvalidInput(field, "must be a list of strings")
+    return [check_text(f"{field}[{i}]", v) for i, v in enumerate(values)]
+
+
+def _update_events(state: TaskState, args: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Validate an update against the current state and turn it into journal events (in a fixed order)."""
+    if args.get("objective") is not None:
+        raise InvalidInput("objective", "is immutable once the task started",
+                           "add a constraint or decision, or start a new task")
+    if args.get("budget_tokens") is not None:
+        raise InvalidInput("budget_tokens", "is set at start only")
+    out: list[tuple[str, dict[str, Any]]] = []
+    if args.get("steps") is not None:
+        steps = _texts("steps", args["steps"])
+        if not steps:
+            raise InvalidInput("steps", "must not be empty when replacing the plan")
+        out.append(("plan_set", {"steps": steps}))
+    out += [("constraint_added", {"text": t}) for t in _texts("constraints", args.get("constraints"))]
+    out += [("decision_added", {"text": t}) for t in _texts("decisions", args.get("decisions"))]
+    for i, rev in enumerate(args.get("revise") or []):
+        field = f"revise[{i}]"
+        if not isinstance(rev, dict):
+            raise InvalidInput(field, "must be an object {collection, index, text, reason}")
+        coll = rev.get("collection")
+        if coll not in ("constraints", "decisions"):
+            raise InvalidInput(f"{field}.collection", f"unknown collection {coll!r}", "constraints, decisions")
+        items = state.constraints if coll == "constraints" else state.decisions
+        index = rev.get("index")
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(items):
+            raise InvalidInput(f"{field}.index", f"no {coll} item at {index!r}", f"0..{len(items) - 1}")
+        text = check_text(f"{field}.text", rev.get("text"))
+        if text == items[index]:
+            raise InvalidInput(f"{field}.text", "is identical to the pinned text; nothing to revise")
+        reason = check_text(f"{field}.reason", rev.get("reason") or "", allow_empty=True)
+        if not reason:
+            raise InvalidInput(f"{field}.reason", "a pinned item is only rewritten with a stated reason")
+        out.append((f"{coll[:-1]}_revised", {"index": index, "text": text, "reason": reason}))
+    if args.get("start_step") is not None:
+        out.append(("step_started", {"step": check_text("start_step", args["start_step"])}))
+    for i, step in enumerate(args.get("complete") or []):
+        out.append(("step_completed", {"step": check_text(f"complete[{i}]", step)}))
+    out += [("lesson_added", {"text": t}) for t in _texts("lessons", args.get("lessons"))]
+    for i, item in enumerate(args.get("memory") or []):
+        field = f"memory[{i}]"
+        if not isinstance(item, dict):
+            raise InvalidInput(field, "must be an object {scope, key, text}")
+        scope = item.get("scope", "task")
+        if scope not in MEMORY_SCOPES:
+            raise InvalidInput(f"{field}.scope", f"unknown scope {scope!r}", ", ".join(MEMORY_SCOPES))
+        out.append(("memory_added", {"scope": scope, "key": check_text(f"{field}.key", item.get("key")),
+                                     "text": check_text(f"{field}.text", item.get("text"))}))
+    declare = args.get("declare")
+    if declare:
+        parts = {}
+        for name, tokens in declare.items():
+            if name not in DECLARABLE:
+                raise InvalidInput(f"declare.{name}", "unknown context part", ", ".join(DECLARABLE))
+            if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0:
+                raise InvalidInput(f"declare.{name}", f"must be a token count >= 0, got {tokens!r}")
+            parts[name] = tokens
+        out.append(("context_declared", {"parts": parts}))
+    if args.get("close") is not None:
+        if args["close"] not in CLOSE_STATUSES:
+            raise InvalidInput("close", f"unknown status {args['close']!r}", ", ".join(CLOSE_STATUSES))
+        out.append(("task_closed", {"status": args["close"]}))
+    return out
+
+
+def _head_summary(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: report[k] for k in ("ref", "tokens", "changed", "volatile", "volatile_count")}
+
+
+def _summary(payload: Any, limit: int = 120) -> str:
+    text = json.dumps(payload, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _base(state: TaskState, drift: dict[str, Any]) -> dict[str, Any]:
+    lean = {k: v for k, v in drift.items() if k not in ("seal", "version")}  # both are top-level already
+    out: dict[str, Any] = {"task_id": state.task_id, "version": state.version, "status": state.status,
+                           "seal": SEAL_PREFIX + state.seal, "drift": lean}
+    if not state.closed:
+        out["manifest"] = build_manifest(state)
+    return out
+
+
+def resume_view(state: TaskState) -> dict[str, Any]:
+    """What an agent needs to continue after a crash or a context reset (bounded)."""
+    open_failures = [{"signature": sig, "tool": f.get("tool"), "attempts": f.get("attempts"),
+                      "error": f.get("error"), "lesson": f.get("lesson")}
+                     for sig, f in list(state.failures.items())[-10:]]
+    return {
+        "objective": state.objective,
+        "constraints": state.constraints,
+        "decisions": state.decisions,
+        "plan": {"completed": state.completed, "active": state.active, "remaining": state.remaining},
+        "lessons": state.lessons[-20:],
+        "memory": list(state.memory.values())[-20:],
+        "failures": open_failures,
+        "files": sorted(state.files)[-30:],
+        "handoffs": {k: v for k, v in state.handoffs.items() if v.get("status") != "completed"},
+        "flags": state.flags,
+        "agents": state.agents,
+    }
+
+
+async def status_view(ledger: LedgerService, state: TaskState) -> dict[str, Any]:
+    manifest = build_manifest(state)
+    out = {
+        "pressure": pressure(state, estimate_tokens(manifest)),
+        "budget": {"declared": state.budget, "consumed_tokens": state.consumed_tokens,
+                   "status": budget_status(state)},
+        "plan": {"completed": len(state.completed), "active": state.active, "remaining": len(state.remaining),
+                 "total": len(state.plan)},
+        "hashes": hashes(state),
+        "events": dict(sorted(state.event_counts.items())),
+        "ledger": await ledger.summary(state.task_id),
+    }
+    return out
+
+
+def resume_prompt(state: TaskState) -> str:
+    """The task-resume recovery template, filled from the task."""
+    view = resume_view(state)
+    lines = [
+        f"You are resuming task {state.task_id} after a crash or a context reset. Its state is authoritative;",
+        "do not redo completed steps, and keep every constraint and decision below verbatim.",
+        "",
+        "Carry this manifest at a fixed place in your context and pass its SEAL to every task-scoped tool:",
+        build_manifest(state) if not state.closed else f"(task closed: {state.status})",
+        "",
+        f"Objective: {state.objective}",
+        "Constraints:", *[f"  {i}. {c}" for i, c in enumerate(state.constraints)],
+        "Decisions (pinned):", *[f"  {i}. {d}" for i, d in enumerate(state.decisions)],
+        "Completed: " + ("; ".join(state.completed) or "none"),
+        "Active: " + ("; ".join(state.active) or "none"),
+        "Remaining: " + ("; ".join(state.remaining) or "none"),
+    ]
+    if view["lessons"]:
+        lines += ["Lessons:", *[f"  - {t}" for t in view["lessons"]]]
+    if view["failures"]:
+        lines += ["Failures seen (do not repeat blindly):",
+                  *[f"  - {f['tool']}: {f['error']} (x{f['attempts']})" for f in view["failures"]]]
+    lines += ["", f"Next: update the plan with plan(mode='update', task_id='{state.task_id}', "
+                  f"based_on_version={state.version}, seal=<SEAL>, ...)."]
+    return "\n".join(lines)
+
+
+class PlanService:
+    """The plan tool's logic, and the views the task resources and the resume prompt show."""
+
+    def __init__(self, tasks: TaskService, ledger: LedgerService) -> None:
+        self.tasks = tasks
+        self.ledger = ledger
+
+    async def run(self, mode: str, req: PlanRequest) -> dict[str, Any]:
+        """One plan call: start, update, resume or status."""
+        if req.based_on_version is not None and req.based_on_version < 1:
+            raise InvalidInput("based_on_version", "must be >= 1 (or 0 for none)", "the v= value of your manifest")
+        if req.budget_tokens is not None and req.budget_tokens <= 0:
+            raise InvalidInput("budget_tokens", "must be > 0")
+        svc = self.tasks
+        task_id, seal, objective, steps, rules = req.task_id, req.seal, req.objective, req.steps, req.rules
+        constraints, decisions, lessons, memory = req.constraints, req.decisions, req.lessons, req.memory
+        revise, start_step, complete, declare = req.revise, req.start_step, req.complete, req.declare
+        budget_tokens, close, agent, based_on_version = req.budget_tokens, req.close, req.agent, req.based_on_version
+        if mode == "start":
+            if objective is None:
+                raise InvalidInput("objective", "is required to start a task")
+            if task_id is not None:
+                raise InvalidInput("task_id", "is assigned by start; omit it")
+            if budget_tokens is not None and budget_tokens <= 0:
+                raise InvalidInput("budget_tokens", "must be > 0")
+            blank = TaskState(task_id="")
+            extra = _update_events(blank, {"lessons": lessons, "memory": memory, "declare": declare})
+            report = None
+            if rules is not None:
+                event, report = await svc.head_event(blank, "rules", check_text("rules", rules))
+                extra = ([event] if event else []) + extra
+            state = await svc.start(objective, constraints=constraints or [], decisions=decisions or [],
+                                    plan=steps or [], budget={"tokens": budget_tokens} if budget_tokens else {},
+                                    agent=agent, extra=extra)  # one statement: the task never exists half-made
+            out = _base(state, await svc.check_seal(state.task_id, None, state))
+            if report is not None:
+                out["rules"] = _head_summary(report)
+            return out
+        if task_id is None:
+            raise InvalidInput("task_id", f"is required for mode={mode}", "the task= value of the manifest")
+        before = await svc.get(task_id)
+        drift = await svc.check_seal(task_id, seal, before)  # against the state the agent has not seen yet
+        if mode == "update":
+            events = _update_events(before, {
+                "objective": objective, "budget_tokens": budget_tokens, "steps": steps,
+                "constraints": constraints, "decisions": decisions, "revise": revise, "start_step": start_step,
+                "complete": complete, "lessons": lessons, "memory": memory, "declare": declare, "close": close})
+            if not events and rules is None:
+                raise InvalidInput("mode", "update carries nothing to change",
+                                   "constraints, decisions, steps, start_step, complete, lessons, memory, revise, "
+                                   "rules, declare or close")
+            report = None
+            if rules is not None:
+                event, report = await svc.head_event(before, "rules", check_text("rules", rules))
+                events = ([event] if event else []) + events
+            state = await svc.append_many(task_id, events, agent=agent, expected_version=based_on_version)
+            out = _base(state, drift)
+            out["applied"] = len(events)
+            if report is not None:
+                out["rules"] = _head_summary(report)
+            return out
+        if mode == "resume":
+            out = _base(before, drift)
+            out["resume"] = resume_view(before)
+            recent = await svc.events(task_id, max(0, before.version - RESUME_RECENT))
+            out["resume"]["recent"] = [{"seq": e.seq, "kind": e.kind, "agent": e.agent,
+                                        "summary": _summary(e.payload)} for e in recent]
+            return out
+        out = _base(before, drift)
+        out.update(await status_view(self.ledger, before))
+        return out
+
+    async def status(self, task_id: str) -> dict[str, Any]:
+        """The status resource: pressure by zone, budget, plan progress, the zone hashes, the ledger."""
+        state = await self.tasks.get(task_id)
+        body = {"task_id": state.task_id, "version": state.version, "status": state.status, "seal": state.seal}
+        body.update(await status_view(self.ledger, state))
+        return body
+
+    async def resume_prompt(self, task_id: str) -> str:
+        return resume_prompt(await self.tasks.get(task_id))

@@ -1,0 +1,64 @@
+"""RecallService: read only the needed part of a stored payload, verified against its hash.
+
+Also resolves the short refs observe hands out (``mem://sha256:<16 hex>``) to full digests,
+through the store's prefix index, for recall and for drop receipts.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from bosun.core.offload.offload import short_ref
+from bosun.core.offload.query import run_query
+from bosun.core.tokens import estimate_tokens
+from bosun.server.services.tasks import TaskService
+from bosun.store.refindex import SQLiteRefIndex
+from bosun.store.refs import make_ref
+
+if TYPE_CHECKING:
+    from bosun.server.engine import Engine
+
+
+class RefResolver:
+    """Full digests for full or short refs (the index opens with the Engine's store)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._index: SQLiteRefIndex | None = None
+
+    async def resolve(self, ref: str, field: str = "ref") -> str:
+        if self._index is None:
+            self._index = SQLiteRefIndex(self.engine.conn)
+        return await self._index.resolve(ref, field)
+
+
+class RecallService:
+    """recall(ref, op, ...) and the ledger entry it leaves when the caller names its task."""
+
+    def __init__(self, engine: Engine, tasks: TaskService, refs: RefResolver) -> None:
+        self.engine = engine
+        self.tasks = tasks
+        self.resolver = refs
+
+    async def recall(self, ref: str, op: str, task_id: str | None = None, **query: Any) -> tuple[dict[str, Any], str]:
+        """Run one recall op on a stored payload: (structured answer, model-facing text).
+
+        The bytes come through ``RefStore.get`` (re-hashed on every read); the text is the
+        recalled part under a one-line header, not JSON-escaped.
+        """
+        digest = await self.resolver.resolve(ref)
+        data = await self.engine.refs.get(digest)
+        res = run_query(data, op, **query)
+        out: dict[str, Any] = {"ref": short_ref(digest), "op": op, "text": res.text, "total_bytes": res.total_bytes,
+                               "total_lines": res.total_lines, "truncated": res.truncated}
+        if res.note:
+            out["note"] = res.note
+        out.update(res.extra)
+        meta = {k: v for k, v in out.items() if k not in ("text", "ref", "recall")}
+        text = f"[{short_ref(digest)} {' '.join(f'{k}={v}' for k, v in meta.items())}]\n{res.text}"
+        if task_id is not None:
+            await self.note_recall(task_id, make_ref(digest), op, estimate_tokens(text))
+        return out, text
+
+    async def note_recall(self, task_id: str, ref: str, op: str, tokens: int) -> None:
+        await self.tasks.append(task_id, "recalled", {"ref": ref, "op": op, "tokens": tokens})
