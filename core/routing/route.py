@@ -29,8 +29,9 @@ import numpy.typing as npt
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 
 from bosun.core.embedding import Embedder, Vectors
-from bosun.core.routing.abstain import OperatingPoint, admissible, candidate_features, probability
+from bosun.core.routing.abstain import SHIPPED, OperatingPoint, admissible, candidate_features, probability
 from bosun.core.routing.background import BACKGROUND
+from bosun.core.routing.calibrate import SelfCalibration, from_null, leave_one_out_z
 from bosun.core.routing.corpus import Policy
 
 RRF_K = 60
@@ -253,6 +254,8 @@ class PolicyIndex:
     bg_mean: npt.NDArray[np.float32] | None = None
     bg_sd: npt.NDArray[np.float32] | None = None
     bg_vecs: npt.NDArray[np.float32] | None = None  # the background prompts themselves [n_background, dim]
+    bg_texts: list[str] = field(default_factory=list)  # the prompts of bg_vecs, in order
+    calibration: SelfCalibration | None = None  # the decision fitted to this corpus (see calibrate.py)
     by_name: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -266,7 +269,8 @@ class PolicyIndex:
         return self.phrases.vecs[self.phrases.starts] if len(self) else self.phrases.vecs
 
 
-def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.float32]], model_id: str) -> PolicyIndex:
+def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.float32]], model_id: str,
+                op: OperatingPoint = SHIPPED) -> PolicyIndex:
     """Fit TF-IDF and gather vectors (``vectors`` maps each text of ``texts_to_embed``)."""
     pols = list(policies)
     dim = next(iter(vectors.values())).shape[0] if vectors else 1
@@ -278,7 +282,8 @@ def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.fl
     chunk_vectorizer, chunk_matrix = _fit_tfidf(chunks.text)
     index = PolicyIndex(pols, vectorizer, matrix, body_vectorizer, body_matrix, phrases, chunks, model_id,
                         chunk_vectorizer, chunk_matrix)
-    bg = [vectors[t] for t in BACKGROUND if t in vectors]
+    bg_texts = [t for t in BACKGROUND if t in vectors]
+    bg = [vectors[t] for t in bg_texts]
     if pols and bg:
         sims = background_scores(index, np.vstack(bg).astype(np.float32))  # [n_background, n_docs]
         index.bg_mean = sims.mean(axis=0).astype(np.float32)
@@ -286,7 +291,28 @@ def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.fl
         # turn a small lift into a huge z
         index.bg_sd = np.maximum(sims.std(axis=0), BG_SD_FLOOR).astype(np.float32)
         index.bg_vecs = np.vstack(bg).astype(np.float32)
+        index.bg_texts = bg_texts
+        index.calibration = self_calibrate(index, op, sims)
     return index
+
+
+def self_calibrate(index: PolicyIndex, op: OperatingPoint, sims: npt.NDArray[np.float32]) -> SelfCalibration:
+    """Score every background prompt as a real prompt; the null distribution sets the decision.
+
+    ``sims`` is ``background_scores`` (computed once for the background statistics); each prompt's
+    bg_z is taken against the other prompts only, so it is not measured against itself.
+    """
+    assert index.bg_vecs is not None
+    z_loo = leave_one_out_z(sims, BG_SD_FLOOR)
+    null_p: list[float] = []
+    null_z: list[float] = []
+    for i, text in enumerate(index.bg_texts):
+        sc = score(index, text, index.bg_vecs[i])
+        top = int(sc.order[0])
+        sc.bg_z = z_loo[i]
+        null_p.append(probability(op, decision_features(sc, top)))
+        null_z.append(float(z_loo[i, top]))
+    return from_null(null_p, null_z)
 
 
 BG_SD_FLOOR = 0.03
@@ -602,10 +628,20 @@ class RouteResult:
 
 def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None, op: OperatingPoint,
           top_k: int | None = None, use_lexical: bool = True, use_semantic: bool = True,
-          threshold: float | None = None, solo_bg_z: float | None = None) -> RouteResult:
-    """Rank, then admit the fused-order candidates the relevance decision accepts (at most top_k)."""
+          threshold: float | None = None, solo_bg_z: float | None = None,
+          calibrated: bool = True) -> RouteResult:
+    """Rank, then admit the fused-order candidates the relevance decision accepts (at most top_k).
+
+    ``calibrated`` (the default): the threshold and the one-word gate come from the index's
+    self-calibration (``calibrate.py``) unless given here; False uses the operating point's own
+    (an explicit TOML point calibrated with labels).
+    """
     k = op.top_k if top_k is None else top_k
-    thr = op.threshold if threshold is None else threshold
+    cal = index.calibration if calibrated else None
+    thr = threshold if threshold is not None else (cal.threshold if cal else op.threshold)
+    next_thr = threshold if threshold is not None else (cal.next_threshold if cal else thr)
+    if solo_bg_z is None and cal is not None:
+        solo_bg_z = cal.solo_bg_z
     if len(index) == 0 or k <= 0:
         return RouteResult([], True, 0.0)
     sc = score(index, prompt, qvec, op.rrf_k, use_lexical, use_semantic)
@@ -614,7 +650,7 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     for doc in sc.order[: k + 1].tolist():
         feats = decision_features(sc, doc)
         p = probability(op, feats)
-        if not admissible(op, feats, p, thr, solo_bg_z) or len(hits) >= k:
+        if not admissible(op, feats, p, next_thr if hits else thr, solo_bg_z) or len(hits) >= k:
             rejected = max(rejected, p)
             continue
         why = [f"matched: {', '.join(w)}" for w in [matched_words(index, doc, prompt)] if w]

@@ -1,0 +1,87 @@
+"""Self-calibration: set the decision to route from the corpus itself, without labels.
+
+When a corpus loads, bosun knows nothing about its prompts but it has its documents and a
+fixed set of everyday background prompts (``bosun.core.routing.background``) that no document
+governs. Scoring every background prompt against the corpus, exactly as a real prompt is scored,
+gives this corpus's *null* distribution: how strong the best candidate looks when nothing
+applies. A corpus of one-line tool blurbs and one of terse policies produce very different
+nulls (the relevance probability of the best candidate sits near 0.45 on MetaTool's 199 tools
+and near 0.15 on a 15-policy corpus), so one fixed threshold cannot fit both.
+
+The decision then reads:
+
+* ``threshold``: a candidate's relevance probability must exceed what the best candidate of
+  ``THRESHOLD_LEVEL`` of background prompts reaches;
+* ``solo_bg_z``: a candidate matching fewer than two co-occurring words must stand, in its own
+  document's background deviations, above ``GATE_LEVEL`` of the background prompts' best
+  candidates (each prompt's own score left out of its document's background statistics);
+* ``next_threshold``: once one document is routed, a further one needs to beat only
+  ``NEXT_LEVEL`` of the null (a prompt that needs two documents rarely scores the second as high).
+
+The three levels were chosen on the MetaTool dev tuning split and 15-tool MetaTool sub-corpora
+(bench/route_dev.py); the held-out split and the repo's policy corpora were scored after.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+THRESHOLD_LEVEL = 0.6
+GATE_LEVEL = 0.7
+NEXT_LEVEL = 0.2
+# sane bounds whatever the corpus: never route on a coin flip below 0.05, never demand certainty
+THRESHOLD_BOUNDS = (0.05, 0.9)
+GATE_BOUNDS = (1.0, 6.0)
+
+
+@dataclass(frozen=True)
+class SelfCalibration:
+    """The decision fitted to one corpus, and the figures it came from (shown to operators)."""
+
+    threshold: float
+    solo_bg_z: float
+    next_threshold: float
+    n_background: int
+    null_p_median: float
+    null_bg_z_median: float
+
+    def describe(self) -> str:
+        return (f"self-calibrated on this corpus against {self.n_background} background prompts: "
+                f"threshold {self.threshold:.2f} (background p{round(THRESHOLD_LEVEL * 100)}), "
+                f"one-word gate bg_z {self.solo_bg_z:.1f} (p{round(GATE_LEVEL * 100)}), "
+                f"second document {self.next_threshold:.2f}")
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"threshold": round(self.threshold, 3), "solo_bg_z": round(self.solo_bg_z, 2),
+                "next_threshold": round(self.next_threshold, 3), "background_prompts": self.n_background,
+                "null_p_median": round(self.null_p_median, 3), "null_bg_z_median": round(self.null_bg_z_median, 2),
+                "levels": {"threshold": THRESHOLD_LEVEL, "gate": GATE_LEVEL, "next": NEXT_LEVEL}}
+
+
+def leave_one_out_z(sems: npt.NDArray[np.float32], sd_floor: float) -> npt.NDArray[np.float32]:
+    """[n_background, n_docs] semantic scores -> each prompt's z against the others' mean and spread per doc."""
+    nb = sems.shape[0]
+    if nb < 3:
+        return np.zeros_like(sems)
+    x = sems.astype(np.float64)
+    total, squares = x.sum(axis=0), (x * x).sum(axis=0)
+    mean = (total - x) / (nb - 1)
+    var = (squares - x * x) / (nb - 1) - mean * mean
+    sd = np.maximum(np.sqrt(np.maximum(var, 0.0)), sd_floor)
+    return ((x - mean) / sd).astype(np.float32)
+
+
+def from_null(null_p: list[float], null_bg_z: list[float]) -> SelfCalibration:
+    """The calibration from the best candidate's probability and bg_z on each background prompt."""
+    p = np.asarray(null_p, np.float64)
+    z = np.asarray(null_bg_z, np.float64)
+    if p.size == 0:
+        return SelfCalibration(0.5, 3.0, 0.5, 0, 0.0, 0.0)
+    lo, hi = THRESHOLD_BOUNDS
+    thr = float(np.clip(np.quantile(p, THRESHOLD_LEVEL), lo, hi))
+    nxt = float(np.clip(np.quantile(p, NEXT_LEVEL), lo, thr))
+    gate = float(np.clip(np.quantile(z, GATE_LEVEL), *GATE_BOUNDS))
+    return SelfCalibration(thr, gate, nxt, int(p.size), float(np.median(p)), float(np.median(z)))
