@@ -31,7 +31,7 @@ import numpy.typing as npt
 
 THRESHOLD_LEVEL = 0.6
 GATE_LEVEL = 0.7
-NEXT_LEVEL = 0.2
+NEXT_LEVEL = 0.4
 # sane bounds whatever the corpus: never route on a coin flip below 0.05, never demand certainty
 THRESHOLD_BOUNDS = (0.05, 0.9)
 GATE_BOUNDS = (1.0, 6.0)

@@ -274,8 +274,9 @@ def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.fl
     """Fit TF-IDF and gather vectors (``vectors`` maps each text of ``texts_to_embed``)."""
     pols = list(policies)
     dim = next(iter(vectors.values())).shape[0] if vectors else 1
-    phrases = Rows.build([surface_phrases(p) for p in pols], vectors, dim)
-    chunk_groups = [body_chunks(p) for p in pols]
+    phrases = Rows.build([[t for t in surface_phrases(p) if t in vectors] for p in pols], vectors, dim)
+    # a text without a vector is left out: the first build serves from surfaces while bodies embed
+    chunk_groups = [[c for c in body_chunks(p) if c in vectors] for p in pols]
     chunks = Rows.build(chunk_groups, vectors, dim)
     vectorizer, matrix = _fit_tfidf([lexical_text(p) for p in pols])
     body_vectorizer, body_matrix = _fit_tfidf([" ".join(g) for g in chunk_groups])
