@@ -1,18 +1,24 @@
 """Loaders for the claim-audit evaluation data (development halves in ../shared/data/claims).
 
 Each example is (group, claim, chunks, label) in dokis's chunk shape. Label mapping:
-- WiCE: supported -> 1, not_supported -> 0, partially_supported -> "partial" (reported separately,
-  and as 0 in the strict mapping). Chunks: the cited page's sentences, 8 per chunk, no URL.
+- WiCE: supported -> 1, not_supported -> 0, partially_supported -> "partial" (0 in the strict
+  mapping, which is what training and the headline numbers use). Chunks: the cited page's
+  sentences, one per chunk (how outside scorers feed it: "its evidence sentences as chunks").
 - ExpertQA: Complete -> 1, Missing / Incomplete -> 0, Partial -> "partial", N/A -> "na".
-  Chunks: every non-empty passage cited anywhere in the same answer (question + system), with its
-  URL, so a claim with a Missing citation is checked against the answer's other evidence.
+  Chunks: the claim's own cited passages with their URLs (default; a Missing citation means no
+  chunks), or every passage cited anywhere in the same answer (``own_evidence=False``).
   316 dev claims cite evidence whose text is empty in the data (219 of them labelled Complete):
   their label cannot be checked from text, so they are marked ``judgeable=False``, left out of
   training, and reported separately.
+
+Held-out part: ``holdout(group)`` puts one group in five of each set aside (blake2b of the group
+with the fixed seed 23, chosen before any result was seen). Nothing is fitted or tuned on it; it is
+scored once at the end.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +40,25 @@ class Example:
     judgeable: bool = True  # False: the label rests on evidence whose text the data does not contain
 
 
-def wice(per_chunk: int = 8) -> list[Example]:
+SEED = 23
+
+
+def holdout(group: str) -> bool:
+    """True for the groups kept aside until the end (a fixed fifth of each set, by seeded hash)."""
+    h = hashlib.blake2b(f"{SEED}:{group}".encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big") % 5 == 0
+
+
+def strict_label(label: int | str) -> int | None:
+    """The strict mapping: supported only when fully supported; partial counts as not supported."""
+    if label == 1:
+        return 1
+    if label in (0, "partial"):
+        return 0
+    return None
+
+
+def wice(per_chunk: int = 1) -> list[Example]:
     out = []
     for r in _rows("wice-dev.jsonl.gz"):
         sents = r["sentences"]
@@ -47,7 +71,11 @@ def wice(per_chunk: int = 8) -> list[Example]:
     return out
 
 
-def expertqa() -> list[Example]:
+def expertqa(own_evidence: bool = True) -> list[Example]:
+    """ExpertQA claims. ``own_evidence``: each claim against the passages it cites itself (a claim
+    with no citation gets no chunks, so it cannot be supported: how an outside scorer feeds it);
+    otherwise against every passage cited anywhere in the same answer (harder: a Missing claim
+    may still find text that covers it)."""
     rows = list(_rows("expertqa-dev.jsonl.gz"))
     groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for r in rows:
@@ -74,5 +102,8 @@ def expertqa() -> list[Example]:
             else:
                 label = "na"
             empty = bool(r["evidence"]) and all(not ev["text"].strip() for ev in r["evidence"])
-            out.append(Example("expertqa", f"{question}|{system}", r["claim"], chunks, label, not empty))
+            own = [{"content": ev["text"], "source_url": ev["url"], "id": f"e{i}"}
+                   for i, ev in enumerate(r["evidence"]) if ev["text"].strip()]
+            out.append(Example("expertqa", f"{question}|{system}", r["claim"], own if own_evidence else chunks,
+                               label, not empty))
     return out

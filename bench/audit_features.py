@@ -1,7 +1,8 @@
-"""Feature extraction for the audit model, exactly as bosun.core.audit.audit computes it at run time.
+"""Feature extraction for the audit model, exactly as bosun.core.audit computes it at run time.
 
 Embeddings (real model) are cached in $BOSUN_AUDIT_CACHE (default /tmp/bosun-audit-emb.npz) by
-content hash, so re-running training or evaluation does not re-embed.
+content hash, so re-running training or evaluation does not re-embed. Only claims and their BM25
+candidate sentences are embedded, as in the daemon.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from bosun.core.audit.audit import build_index, embed_text, match_claim
+from bosun.core.audit.audit import embed_text
 from bosun.core.audit.claims import _LIST_MARK, strip_citations
+from bosun.core.audit.index import build_index
+from bosun.core.audit.match import candidates, claim_terms, match_claim
 from bosun.core.embedding import text_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -68,13 +71,23 @@ def clean_claim(text: str) -> str:
     return _LIST_MARK.sub("", strip_citations(text)).strip()
 
 
+def texts_for(ex: Example) -> list[str]:
+    """What the semantic matcher embeds for this example: the claim and its candidate sentences."""
+    index = build_index([c["content"] for c in ex.chunks])
+    claim = clean_claim(ex.claim)
+    cands = candidates(claim_terms(claim, index), index)
+    return [embed_text(claim)] + [embed_text(index.sentences[s].text) for s in cands]
+
+
 def features(ex: Example, emb: EmbedCache | None) -> dict[str, float]:
     contents = [c["content"] for c in ex.chunks]
     index = build_index(contents)
     claim = clean_claim(ex.claim)
-    if emb is not None and index.sentences:
-        vecs = emb.embed([embed_text(claim)] + [embed_text(s.text) for s in index.sentences])
-        m = match_claim(claim, index, contents, vecs[0], vecs[1:])
+    terms = claim_terms(claim, index)
+    cands = candidates(terms, index)
+    if emb is not None and cands:
+        vecs = emb.embed([embed_text(claim)] + [embed_text(index.sentences[s].text) for s in cands])
+        m = match_claim(claim, index, contents, vecs[0], dict(zip(cands, vecs[1:], strict=True)), terms, cands)
     else:
-        m = match_claim(claim, index, contents)
+        m = match_claim(claim, index, contents, terms=terms, cands=cands)
     return m.features

@@ -1,13 +1,18 @@
-"""Audit latency: bosun (lexical, warm) vs dokis 0.3.0 measured in the same run, plus 50x10 and semantic.
+"""Audit latency against dokis 0.3.0 measured in the same run: 10 claims x 10 / 100 / 641 chunks, and 50 x 10.
 
-    /work/venv/bin/python bench/audit_speed.py
+    .venv/bin/python bench/audit_speed.py
 
-1. dokis's sample_audit.json (3 chunks, 3 claims), default config for both, interleaved rounds:
-   each round times 200 bosun audits in-process and 200 dokis audits in its scratch venv
-   ($DOKIS_PYTHON, default /tmp/dokis-venv/bin/python; timing is inside that process, so its
-   start-up is not counted). Reported: per-round medians and the median of the per-round ratios.
-2. 50 chunks x 10 claims (ExpertQA passages and claims): cold (new chunk set) and warm (same chunks).
-3. The semantic matcher on the same 50x10, warm (model loaded, embeddings cached by content hash).
+Chunks are unique ExpertQA-dev passages (641 of them, 543 KB), claims are 10 supported ExpertQA
+claims whose passages are among the first chunks. dokis runs in its scratch venv ($DOKIS_PYTHON,
+default /tmp/dokis-venv/bin/python; `pip install dokis==0.3.0` there, never a bosun dependency);
+its timing is taken inside that process, so process start-up is not counted.
+
+- warm: the same chunk set again (bosun: analysis and index cached by chunk digest; dokis: the same
+  ProvenanceMiddleware, whose BM25 index is cached by chunk set);
+- cold: chunks never seen (bosun: caches cleared; dokis: a new ProvenanceMiddleware).
+Rounds are interleaved (bosun, dokis, bosun, ...); reported: medians per round and the median of
+the per-round ratios. The semantic (default) matcher is timed warm with the real model and cached
+embeddings, and cold with the embedding time counted separately (it depends on the model's load).
 """
 
 from __future__ import annotations
@@ -18,17 +23,19 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from audit_data import expertqa, shared_dir
+from audit_data import expertqa
 
-from bosun.core.audit.audit import _CHUNK_CACHE, _INDEX_CACHE, audit
+from bosun.core.audit.audit import audit
 from bosun.core.audit.config import AuditConfig
+from bosun.core.audit.index import clear_caches
 
 DOKIS_PY = Path(os.environ.get("DOKIS_PYTHON", "/tmp/dokis-venv/bin/python"))
-ROUNDS = 7
-N = 200
+ROUNDS = 5
 
 DOKIS_TIMER = r"""
 import json, sys, time, statistics, logging
@@ -36,97 +43,123 @@ logging.disable(logging.CRITICAL)
 import dokis
 d = json.loads(sys.stdin.read())
 chunks = [dokis.Chunk(**c) for c in d["chunks"]]
+n, cold = int(sys.argv[1]), sys.argv[2] == "cold"
 mw = dokis.ProvenanceMiddleware(dokis.Config())
-mw.audit(d["query"], chunks, d["response"])
+mw.audit("", chunks, d["response"])
 times = []
-for _ in range(int(sys.argv[1])):
-    t = time.perf_counter(); mw.audit(d["query"], chunks, d["response"]); times.append(time.perf_counter() - t)
+for _ in range(n):
+    if cold:
+        mw = dokis.ProvenanceMiddleware(dokis.Config())
+    t = time.perf_counter(); mw.audit("", chunks, d["response"]); times.append(time.perf_counter() - t)
 print(json.dumps(statistics.median(times)))
 """
 
 
-def median_time(fn, n: int) -> float:  # type: ignore[no-untyped-def]
+def corpus() -> tuple[list[dict[str, Any]], list[str]]:
+    """641 unique ExpertQA passages and the supported claims that cite the earliest of them."""
+    data = expertqa(own_evidence=False)
+    chunks: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for ex in data:
+        for c in ex.chunks:
+            if c["content"] not in seen:
+                seen.add(c["content"])
+                chunks.append({"content": c["content"], "source_url": c["source_url"]})
+    first10 = {c["content"] for c in chunks[:10]}
+    claims = [ex.claim.strip() for ex in data
+              if ex.label == 1 and ex.chunks and any(c["content"] in first10 for c in ex.chunks)]
+    claims = [c if c.endswith(".") else c + "." for c in dict.fromkeys(claims)]
+    return chunks[:641], claims
+
+
+def median_time(fn: Callable[[], Any], n: int, before: Callable[[], None] | None = None) -> float:
     times = []
     for _ in range(n):
+        if before:
+            before()
         t = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t)
     return statistics.median(times)
 
 
-def sample_vs_dokis() -> list[str]:
-    sample = json.loads((shared_dir() / "data" / "claims" / "dokis-samples" / "sample_audit.json").read_text())
-    cfg = AuditConfig()
-    rep = audit(sample["query"], sample["chunks"], sample["response"], cfg)
-    assert len(rep["claims"]) == 3
-    lines = ["### sample_audit.json (3 chunks, 3 claims), lexical matcher, warm", "",
-             "| round | bosun median (ms) | dokis 0.3.0 median (ms) | ratio |", "|---:|---:|---:|---:|"]
-    ratios = []
-    for r in range(ROUNDS):
-        b = median_time(lambda: audit(sample["query"], sample["chunks"], sample["response"], cfg), N)
-        if DOKIS_PY.exists():
-            out = subprocess.run([str(DOKIS_PY), "-c", DOKIS_TIMER, str(N)], input=json.dumps(sample),
-                                 capture_output=True, text=True, check=True)
-            d = json.loads(out.stdout)
-            ratios.append(b / d)
-            lines.append(f"| {r + 1} | {b * 1e3:.3f} | {d * 1e3:.3f} | {b / d:.2f} |")
-        else:
-            lines.append(f"| {r + 1} | {b * 1e3:.3f} | n/a | n/a |")
-    if ratios:
-        lines.append(f"\nmedian ratio bosun/dokis: **{statistics.median(ratios):.2f}x** (target < 0.5x)")
+def dokis_time(chunks: list[dict[str, Any]], response: str, n: int, cold: bool) -> float | None:
+    if not DOKIS_PY.exists():
+        return None
+    out = subprocess.run([str(DOKIS_PY), "-c", DOKIS_TIMER, str(n), "cold" if cold else "warm"],
+                         input=json.dumps({"chunks": chunks, "response": response}),
+                         capture_output=True, text=True, check=True)
+    return float(json.loads(out.stdout))
+
+
+def versus_dokis(chunks: list[dict[str, Any]], claims: list[str]) -> list[str]:
+    cfg = AuditConfig(matcher="bm25")
+    response = " ".join(claims[:10])
+    lines = ["| chunks | claims | mode | bosun bm25 median (ms) | dokis 0.3.0 median (ms) | ratio (median of rounds) |",
+             "|---:|---:|---|---:|---:|---:|"]
+    for n_chunks in (10, 100, 641):
+        part = chunks[:n_chunks]
+        n_claims = len(audit("", part, response, cfg)["claims"])
+        for mode in ("warm", "cold"):
+            reps = 30 if n_chunks < 641 else 10
+            b_all, d_all, ratios = [], [], []
+            for _ in range(ROUNDS):
+                b = median_time(lambda part=part: audit("", part, response, cfg), reps,
+                                clear_caches if mode == "cold" else None)
+                d = dokis_time(part, response, reps, mode == "cold")
+                b_all.append(b)
+                if d is not None:
+                    d_all.append(d)
+                    ratios.append(b / d)
+            dok = f"{statistics.median(d_all) * 1e3:.2f}" if d_all else "n/a"
+            ratio = f"**{statistics.median(ratios):.2f}x**" if ratios else "n/a"
+            lines.append(f"| {n_chunks} | {n_claims} | {mode} | {statistics.median(b_all) * 1e3:.2f} | {dok} | {ratio} |")
     return lines
 
 
-def fifty_by_ten() -> tuple[list[dict], str]:
-    data = expertqa()
-    chunks: list[dict] = []
-    seen: set[str] = set()
-    claims: list[str] = []
-    for ex in data:
-        for c in ex.chunks:
-            if c["content"] not in seen and len(chunks) < 50:
-                seen.add(c["content"])
-                chunks.append(c)
-        if ex.label == 1 and len(claims) < 10 and any(c["content"] in seen for c in ex.chunks):
-            claims.append(ex.claim.rstrip() if ex.claim.rstrip().endswith(".") else ex.claim.rstrip() + ".")
-        if len(chunks) >= 50 and len(claims) >= 10:
-            break
-    return chunks, " ".join(claims)
+def fifty_by_ten(chunks: list[dict[str, Any]], claims: list[str]) -> list[str]:
+    cfg = AuditConfig(matcher="bm25")
+    part = chunks[:10]
+    response = " ".join(claims[:50])
+    n_claims = len(audit("", part, response, cfg)["claims"])
+    warm = median_time(lambda: audit("", part, response, cfg), 100)
+    return [f"- {n_claims} claims x 10 chunks, bm25, warm: median **{warm * 1e3:.2f} ms** (target < 10 ms)"]
 
 
-def big() -> list[str]:
-    chunks, response = fifty_by_ten()
-    cfg = AuditConfig()
-    lines = ["", "### 50 chunks x 10 claims (ExpertQA passages)", ""]
-    colds = []
-    for _ in range(20):
-        _CHUNK_CACHE.clear()
-        _INDEX_CACHE.clear()
-        t = time.perf_counter()
-        rep = audit("", chunks, response, cfg)
-        colds.append(time.perf_counter() - t)
-    n_claims = len(rep["claims"])
-    warm = median_time(lambda: audit("", chunks, response, cfg), 200)
-    lines.append(f"- lexical, cold (chunks never seen): median {statistics.median(colds) * 1e3:.2f} ms")
-    lines.append(f"- lexical, warm (same chunks): median **{warm * 1e3:.2f} ms** ({len(chunks)} chunks, {n_claims} claims; target < 10 ms)")
+def semantic(chunks: list[dict[str, Any]], claims: list[str]) -> list[str]:
+    """The default matcher with the real model: model load, first (embedding) call, warm calls."""
     try:
         from bosun.core.embedding import CachingEmbedder
         from bosun.server.model import ModelSpec, load_embedder
-
+    except ImportError as exc:
+        return [f"- semantic: not measured ({exc})"]
+    t = time.perf_counter()
+    model = CachingEmbedder(load_embedder(Path(os.environ.get("BOSUN_HOME", str(Path.home() / ".bosun"))), ModelSpec()))
+    load = time.perf_counter() - t
+    cfg = AuditConfig()
+    response = " ".join(claims[:10])
+    lines = [f"- semantic (default): model load {load:.2f} s (paid once by the daemon, at start)"]
+    for n_chunks in (10, 100, 641):
+        part = chunks[:n_chunks]
+        clear_caches()
         t = time.perf_counter()
-        model = CachingEmbedder(load_embedder(Path(os.environ.get("BOSUN_HOME", str(Path.home() / ".bosun"))), ModelSpec()))
-        load = time.perf_counter() - t
-        scfg = AuditConfig(matcher="semantic")
-        t = time.perf_counter()
-        audit("", chunks, response, scfg, embed=model.embed)
+        audit("", part, response, cfg, embed=model.embed)
         first = time.perf_counter() - t
-        sem = median_time(lambda: audit("", chunks, response, scfg, embed=model.embed), 50)
-        lines.append(f"- semantic, warm model + cached embeddings: median **{sem * 1e3:.2f} ms** "
-                     f"(first call, embedding every sentence: {first * 1e3:.0f} ms; model load {load:.2f} s, paid once by the daemon)")
-    except Exception as exc:  # report, do not hide
-        lines.append(f"- semantic: not measured ({type(exc).__name__}: {exc})")
+        warm = median_time(lambda part=part: audit("", part, response, cfg, embed=model.embed), 20)
+        lines.append(f"- semantic, 10 claims x {n_chunks} chunks: first call {first * 1e3:.0f} ms (embeds the claims and "
+                     f"their candidate sentences only), warm median **{warm * 1e3:.2f} ms**")
     return lines
 
 
+def main() -> None:
+    chunks, claims = corpus()
+    total = sum(len(c["content"]) for c in chunks)
+    print(f"### 10 claims against 10 / 100 / 641 chunks ({total / 1e3:.0f} KB of ExpertQA passages)\n")
+    print("\n".join(versus_dokis(chunks, claims)))
+    print()
+    print("\n".join(fifty_by_ten(chunks, claims)))
+    print("\n".join(semantic(chunks, claims)))
+
+
 if __name__ == "__main__":
-    print("\n".join(sample_vs_dokis() + big()))
+    main()

@@ -1,13 +1,20 @@
-"""Train the audit's confidence model on the development data only; writes core/audit/audit_model.json.
+"""Fit the audit's confidence model on the dev halves, compare matchers by transfer, write the model.
 
-    /work/venv/bin/python bench/audit_train.py
+    .venv/bin/python bench/audit_train.py            # compare arms, then write core/audit/audit_model.json
+    .venv/bin/python bench/audit_train.py --compare  # only the comparison, write nothing
+    .venv/bin/python bench/audit_train.py --lexical  # the lexical arm only, no model needed
 
-Two logistic regressions (balanced class weights, standardised features, L2, coefficient signs
-constrained so the confidence is monotone in the evidence; fitted with scipy's L-BFGS-B):
-``bm25`` over lexical + consistency features and ``semantic`` adding two embedding similarities.
-Training rows: WiCE supported vs not_supported and ExpertQA Complete vs Missing/Incomplete (see
-audit_data.py); partial and N/A labels, and ExpertQA claims whose cited evidence has no text, are
-left out. Deterministic: same data -> same file.
+Data (bench/audit_data.py): WiCE-dev and ExpertQA-dev with the strict mapping (supported only when
+fully supported; partial counts as not supported), one fifth of each set's groups held out by a
+fixed seed and never used here. Arms: ``lexical`` (BM25 candidates + coverage features),
+``semantic`` (embedding cosines only, plus the mismatch flag) and ``hybrid`` (both). For each
+arm: grouped 5-fold cross-validation over both sets (groups = WiCE page / ExpertQA answer), and
+transfer: fit on one set, test on the other. A claim counts as supported when the model says
+p >= 0.5 and no consistency check fired, as at run time.
+
+The model is a logistic regression with balanced class weights, standardised features, L2, and
+coefficient signs fixed (more coverage or similarity never lowers the confidence; missing words, a
+missing number or a mismatch never raise it), fitted with scipy's L-BFGS-B. Deterministic.
 """
 
 from __future__ import annotations
@@ -20,31 +27,39 @@ import numpy as np
 from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from audit_data import expertqa, wice
-from audit_features import EmbedCache, clean_claim, features
+from audit_data import Example, expertqa, holdout, strict_label, wice
+from audit_features import EmbedCache, features
 
-from bosun.core.audit.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES
+from bosun.core.audit.match import LEXICAL_FEATURES, SEMANTIC_FEATURES, has_uncovered_clause
 
 OUT = Path(__file__).resolve().parents[1] / "core" / "audit" / "audit_model.json"
 C = 0.5
+CLAUSE_RULE = True  # measured both ways in the comparison
+SET_BALANCE = True
+SIGN = {"cov1": 1, "cov2": 1, "cov3": 1, "bigram": 1, "clause_min": 1, "sem_max": 1, "sem_best": 1,
+        "miss_frac": -1, "miss_max": -1, "num_missing": -1, "mismatch": -1}
+ARMS = {
+    "lexical": LEXICAL_FEATURES,
+    "semantic": ("sem_max", "sem_best", "mismatch"),
+    "hybrid": SEMANTIC_FEATURES,
+}
 
 
-# Expected direction of each feature: more coverage / similarity never lowers the confidence, a
-# missing number or a mismatch never raises it. Bounds keep the fit monotone, which stops it
-# from learning dataset artefacts (e.g. "long claims are supported", or a negative weight on
-# similarity) that would not hold on other data.
-SIGN = {"cov1": 1, "cov2": 1, "cov_chunk": 1, "cov_all": 1, "bigram": 1, "sem_max": 1, "sem_lex": 1,
-        "num_missing": -1, "miss_frac": -1, "mismatch": -1}
-
-
-def fit_arrays(x: np.ndarray, y: np.ndarray, names: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Balanced-class-weight logistic regression, L2 (1/C), sign-constrained, on standardised features."""
+def fit_arrays(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], sets: np.ndarray | None = None,
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+    """Logistic regression, L2 (1/C), sign-constrained, on standardised features. Row weights
+    balance the classes within each set and give each set the same total weight, so the larger
+    set does not decide the threshold for the other."""
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
     z = (x - mean) / scale
-    pos = y.sum()
-    sw = np.where(y == 1, len(y) / (2 * pos), len(y) / (2 * (len(y) - pos)))
+    sets = sets if sets is not None and SET_BALANCE else np.zeros(len(y), dtype=int)
+    sw = np.zeros(len(y))
+    cells = [(s, c) for s in np.unique(sets) for c in (0, 1) if ((sets == s) & (y == c)).any()]
+    for s, c in cells:
+        mask = (sets == s) & (y == c)
+        sw[mask] = len(y) / (len(cells) * mask.sum())
 
     def loss(p: np.ndarray) -> tuple[float, np.ndarray]:
         w, b = p[:-1], p[-1]
@@ -59,63 +74,89 @@ def fit_arrays(x: np.ndarray, y: np.ndarray, names: tuple[str, ...]) -> tuple[np
     return mean, scale, res.x[:-1], float(res.x[-1])
 
 
-def fit(x: np.ndarray, y: np.ndarray, names: tuple[str, ...]) -> dict[str, object]:
-    mean, scale, coef, intercept = fit_arrays(x, y, names)
-    return {
-        "mean": [round(float(v), 6) for v in mean],
-        "scale": [round(float(v), 6) for v in scale],
-        "coef": [round(float(v), 6) for v in coef],
-        "intercept": round(intercept, 6),
-    }
+def predict(fitted: tuple[np.ndarray, np.ndarray, np.ndarray, float], x: np.ndarray) -> np.ndarray:
+    mean, scale, coef, intercept = fitted
+    return 1 / (1 + np.exp(-(((x - mean) / scale) @ coef + intercept)))
 
 
-def matrix(rows: list[dict[str, float]], names: tuple[str, ...]) -> np.ndarray:
-    return np.array([[r[n] for n in names] for r in rows], dtype=np.float64)
+def bal_acc(y: np.ndarray, sup: np.ndarray) -> float:
+    tpr = float(((sup == 1) & (y == 1)).sum() / max(1, (y == 1).sum()))
+    tnr = float(((sup == 0) & (y == 0)).sum() / max(1, (y == 0).sum()))
+    return (tpr + tnr) / 2
+
+
+def supported(p: np.ndarray, rows: list[dict[str, float]]) -> np.ndarray:
+    """As at run time: p >= 0.5, no consistency check fired and no uncovered add-on clause."""
+    return np.array([int(pp >= 0.5 and r["mismatch"] == 0 and not (CLAUSE_RULE and has_uncovered_clause(r)))
+                     for pp, r in zip(p, rows, strict=True)])
+
+
+def dev_rows(emb: EmbedCache | None, part: str = "dev") -> tuple[list[Example], list[dict[str, float]], np.ndarray]:
+    """Strict-labelled judgeable rows of both sets (``part``: "dev" = not held out, "holdout")."""
+    data = [e for e in wice() + expertqa()
+            if strict_label(e.label) is not None and e.judgeable and holdout(e.group) == (part == "holdout")]
+    rows = [features(e, emb) for e in data]
+    y = np.array([strict_label(e.label) for e in data], dtype=int)
+    return data, rows, y
+
+
+def compare(data: list[Example], rows: list[dict[str, float]], y: np.ndarray, arms: dict[str, tuple[str, ...]]) -> list[str]:
+    """Grouped 5-fold CV over both sets and transfer in both directions, per arm. Models are fitted
+    on rows that have evidence; a row without evidence (an ExpertQA claim with no citation) is
+    scored as the audit scores it: unsupported."""
+    from sklearn.model_selection import GroupKFold
+
+    ds = np.array([e.dataset for e in data])
+    has = np.array([bool(e.chunks) for e in data])
+    groups = [f"{e.dataset}:{e.group}" for e in data]
+    lines = ["| arm | CV WiCE | CV ExpertQA | WiCE -> ExpertQA | ExpertQA -> WiCE |", "|---|---:|---:|---:|---:|"]
+    for arm, names in arms.items():
+        x = np.array([[r[n] for n in names] for r in rows])
+        oof = np.zeros(len(y))
+        for tr, te in GroupKFold(n_splits=5).split(x, y, groups):
+            tr = tr[has[tr]]
+            oof[te] = predict(fit_arrays(x[tr], y[tr], names, ds[tr]), x[te])
+        sup = supported(oof, rows) * has
+        cv = {d: bal_acc(y[ds == d], sup[ds == d]) for d in ("wice", "expertqa")}
+        cells = []
+        for src, dst in (("wice", "expertqa"), ("expertqa", "wice")):
+            fit = (ds == src) & has
+            p = predict(fit_arrays(x[fit], y[fit], names), x[ds == dst])
+            rows_dst = [r for r, d in zip(rows, ds, strict=True) if d == dst]
+            cells.append(bal_acc(y[ds == dst], supported(p, rows_dst) * has[ds == dst]))
+        lines.append(f"| {arm} | {cv['wice']:.3f} | {cv['expertqa']:.3f} | {cells[0]:.3f} | {cells[1]:.3f} |")
+    return lines
+
+
+def fit_json(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], sets: np.ndarray) -> dict[str, object]:
+    mean, scale, coef, intercept = fit_arrays(x, y, names, sets)
+    return {"features": list(names), "mean": [round(float(v), 6) for v in mean],
+            "scale": [round(float(v), 6) for v in scale], "coef": [round(float(v), 6) for v in coef],
+            "intercept": round(intercept, 6)}
 
 
 def main() -> None:
-    lexical_only = "--lexical-only" in sys.argv  # quick iteration: keeps the file's semantic section
+    lexical_only = "--lexical" in sys.argv  # quick iteration without the model: compare only
     emb = None if lexical_only else EmbedCache()
-    data = [e for e in wice() + expertqa() if e.label in (0, 1) and e.judgeable]
-    if emb is not None:  # embed every text once up front, in slices, so memory stays flat
-        from bosun.core.audit.audit import build_index, embed_text
-
-        # ExpertQA first (all labels: the evaluation reuses this cache), then the WiCE rows trained on
-        everything = expertqa() + [e for e in wice() if e.label in (0, 1)]
-        texts = list(dict.fromkeys(
-            [embed_text(clean_claim(ex.claim)) for ex in everything]
-            + [embed_text(s.text) for ex in everything for s in build_index([c["content"] for c in ex.chunks]).sentences]
-        ))
-        for start in range(0, len(texts), 512):
-            emb.embed(texts[start : start + 512])
-            print(f"embedded {min(start + 512, len(texts))}/{len(texts)}", file=sys.stderr, flush=True)
-            emb.save()
-    rows = []
-    for i, ex in enumerate(data):
-        rows.append(features(ex, emb))
-        if i % 200 == 0:
-            print(f"{i}/{len(data)}", file=sys.stderr, flush=True)
-            if emb is not None:
-                emb.save()
+    data, rows, y = dev_rows(emb)
     if emb is not None:
         emb.save()
-    y = np.array([ex.label for ex in data], dtype=int)
+    print(f"dev rows: {len(y)} ({int(y.sum())} supported); "
+          f"wice {sum(e.dataset == 'wice' for e in data)}, expertqa {sum(e.dataset == 'expertqa' for e in data)}")
+    print("\n".join(compare(data, rows, y, {"lexical": LEXICAL_FEATURES} if lexical_only else ARMS)))
+    if "--compare" in sys.argv or lexical_only:
+        return
+    fit = [i for i, e in enumerate(data) if e.chunks]  # a claim without evidence is unsupported by rule
+    rows, y = [rows[i] for i in fit], y[fit]
+    sets = np.array([data[i].dataset for i in fit])
     model = {
         "trained_by": "bench/audit_train.py",
-        "data": "wice-dev (supported vs not_supported) + expertqa-dev (Complete vs Missing/Incomplete)",
-        "rows": len(y),
-        "positives": int(y.sum()),
-        "C": C,
-        "class_weight": "balanced",
+        "data": "wice-dev + expertqa-dev, strict mapping, held-out fifth (seed 23) excluded",
+        "rows": len(y), "positives": int(y.sum()), "C": C, "class_weight": "balanced",
         "constraints": "coefficient signs fixed by SIGN (monotone)",
-        "bm25": {"features": list(LEXICAL_FEATURES), **fit(matrix(rows, LEXICAL_FEATURES), y, LEXICAL_FEATURES)},
+        "bm25": fit_json(np.array([[r[n] for n in LEXICAL_FEATURES] for r in rows]), y, LEXICAL_FEATURES, sets),
+        "semantic": fit_json(np.array([[r[n] for n in SEMANTIC_FEATURES] for r in rows]), y, SEMANTIC_FEATURES, sets),
     }
-    if lexical_only:
-        old = json.loads(OUT.read_text("utf-8")) if OUT.exists() else {}
-        if "semantic" in old:
-            model["semantic"] = old["semantic"]
-    else:
-        model["semantic"] = {"features": list(SEMANTIC_FEATURES), **fit(matrix(rows, SEMANTIC_FEATURES), y, SEMANTIC_FEATURES)}
     OUT.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT}: {len(y)} rows")
 

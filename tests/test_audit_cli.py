@@ -26,7 +26,39 @@ def run(argv: list[str], monkeypatch: pytest.MonkeyPatch, cwd: Path, stdin: str 
         monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
     parser = argparse.ArgumentParser()
     cmd.add_arguments(parser)
+    if "--matcher" not in argv:  # the lexical path unless a test asks otherwise: no model in these tests
+        argv = [*argv, "--matcher", "bm25"]
     return cmd.run(parser.parse_args(argv))
+
+
+def test_auto_matcher_uses_the_model_or_says_why_not(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    """The default matcher is semantic when the model loads, and bm25 (said on stderr) when it cannot."""
+    import numpy as np
+
+    from bosun.server.model import ModelError
+
+    f = tmp_path / "in.json"
+    f.write_text(json.dumps(SAMPLE))
+    seen: list[int] = []
+
+    def fake_embed(texts: list[str]) -> np.ndarray:
+        seen.append(len(texts))
+        rng = np.random.default_rng(0)
+        vecs = rng.normal(size=(len(texts), 8)).astype(np.float32)
+        return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+
+    monkeypatch.setattr(cmd, "_local_embedder", lambda: fake_embed)
+    assert run([str(f), "--json", "--matcher", "auto", "--as-of", "2018-06-01"], monkeypatch, tmp_path) in (0, 1)
+    assert json.loads(capsys.readouterr().out)["matcher"] == "semantic" and seen
+
+    def no_model() -> None:
+        raise ModelError("no model here")
+
+    monkeypatch.setattr(cmd, "_local_embedder", no_model)
+    assert run([str(f), "--json", "--matcher", "auto", "--as-of", "2018-06-01"], monkeypatch, tmp_path) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["matcher"] == "bm25" and "no model here" in captured.err
 
 
 def test_pass_fail_and_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -81,7 +113,7 @@ def test_lexical_path_does_not_load_the_model(tmp_path: Path) -> None:
         "import sys, argparse\n"
         "from bosun.server.commands import audit as cmd\n"
         "p = argparse.ArgumentParser(); cmd.add_arguments(p)\n"
-        f"rc = cmd.run(p.parse_args([{str(f)!r}, '--json', '--as-of', '2018-06-01']))\n"
+        f"rc = cmd.run(p.parse_args([{str(f)!r}, '--json', '--as-of', '2018-06-01', '--matcher', 'bm25']))\n"
         "heavy = [m for m in sys.modules if m.startswith(('fastembed', 'onnxruntime'))]\n"
         "print('RESULT', rc, heavy, file=sys.stderr)\n"
     )

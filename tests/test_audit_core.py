@@ -275,14 +275,15 @@ def test_polarity_and_no_effect() -> None:
 def test_shipped_model_matches_the_code() -> None:
     """core/audit/audit_model.json (bench/audit_train.py) must name exactly the features the matcher computes,
     with the monotone signs the training enforces."""
-    from bosun.core.audit.audit import LEXICAL_FEATURES, SEMANTIC_FEATURES, load_model
+    from bosun.core.audit.audit import load_model
+    from bosun.core.audit.match import LEXICAL_FEATURES, SEMANTIC_FEATURES
 
     for name, feats in (("bm25", LEXICAL_FEATURES), ("semantic", SEMANTIC_FEATURES)):
         model = load_model(name)
         assert model.features == feats
         signs = dict(zip(model.features, model.coef.tolist(), strict=True))
-        assert all(signs[f] >= 0 for f in feats if f.startswith(("cov", "bigram", "sem")))
-        assert all(signs[f] <= 0 for f in ("num_missing", "miss_frac", "mismatch"))
+        assert all(signs[f] >= 0 for f in feats if f.startswith(("cov", "bigram", "sem", "clause")))
+        assert all(signs[f] <= 0 for f in ("num_missing", "miss_frac", "miss_max", "mismatch"))
 
 
 def test_negation_with_repeated_words_and_directional_words() -> None:

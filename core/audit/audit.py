@@ -7,7 +7,8 @@ second one covers what the first misses), run the consistency checks on that
 evidence, and turn lexical (and, with the semantic matcher, embedding)
 features into a calibrated confidence with a small logistic model trained by
 ``bench/audit_train.py``. Each claim gets one verdict: ``supported``,
-``contradicted`` or ``unsupported``, with its evidence spans (chunk id,
+``partially_supported`` (supported except for a clause no evidence covers), ``contradicted`` or
+``unsupported``, with its evidence spans (chunk id,
 character offsets, sentence) or its nearest candidate.
 
 It fails closed: no admitted chunk, no claim, or a contradicted claim fails
@@ -17,12 +18,9 @@ deterministic for the same input, config and ``as_of``.
 
 from __future__ import annotations
 
-import hashlib
-import itertools
 import json
 import math
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from functools import lru_cache
 from importlib import resources
@@ -30,9 +28,17 @@ from typing import Any
 
 import numpy as np
 
-from bosun.core.audit.claims import ExtractedClaim, content_tokens, extract_claims, split_sentences
+from bosun.core.audit.claims import ExtractedClaim, extract_claims
 from bosun.core.audit.config import AuditConfig
-from bosun.core.audit.consistency import Mismatch, check
+from bosun.core.audit.index import SentenceIndex, build_index
+from bosun.core.audit.match import (
+    ClaimMatch,
+    ClaimTerms,
+    candidates,
+    claim_terms,
+    has_uncovered_clause,
+    match_claim,
+)
 from bosun.core.audit.provenance import Freshness, assess_freshness, check_source, parse_rules
 from bosun.core.errors import BosunError, IntegrityError, InvalidInput
 
@@ -40,13 +46,9 @@ MAX_RESPONSE_CHARS = 1_000_000
 MAX_CHUNKS = 2_000
 MAX_CHUNK_CHARS = 2_000_000
 MAX_TOTAL_CHUNK_CHARS = 20_000_000
-TOP_K = 6  # candidate sentences considered for a two-sentence pair
-PAIR_GAIN = 0.15  # a second sentence must add this much coverage to be cited
-CONTRADICTED_CAP = 0.05
-EMBED_CHARS = 1000  # a contradicted claim's confidence never exceeds this
-
-LEXICAL_FEATURES = ("cov1", "cov2", "cov_chunk", "cov_all", "bigram", "num_missing", "miss_frac", "mismatch")
-SEMANTIC_FEATURES = (*LEXICAL_FEATURES, "sem_max", "sem_lex")
+VERDICTS = ("supported", "partially_supported", "contradicted", "unsupported")
+CONTRADICTED_CAP = 0.05  # a contradicted claim's confidence never exceeds this
+EMBED_CHARS = 1000
 
 
 # -- input ---------------------------------------------------------------------------------
@@ -144,88 +146,6 @@ def filter_sources(chunks: Any, config: AuditConfig) -> dict[str, Any]:
     }
 
 
-# -- the sentence index --------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class SentenceInfo:
-    chunk: int  # position among the admitted chunks
-    start: int
-    end: int
-    text: str
-    tokens: tuple[str, ...]
-    tokset: frozenset[str]
-
-
-@dataclass(frozen=True)
-class ChunkInfo:
-    sentences: tuple[tuple[int, int, str, tuple[str, ...]], ...]
-    tokset: frozenset[str]
-
-
-_CHUNK_CACHE: OrderedDict[str, ChunkInfo] = OrderedDict()
-_CHUNK_CACHE_MAX = 8192
-
-
-def analyse_chunk(content: str) -> ChunkInfo:
-    """Sentences and tokens of one chunk, cached by content hash (warm across calls)."""
-    key = hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
-    hit = _CHUNK_CACHE.get(key)
-    if hit is not None:
-        _CHUNK_CACHE.move_to_end(key)
-        return hit
-    sents = []
-    all_tokens: set[str] = set()
-    for s in split_sentences(content):
-        toks = tuple(content_tokens(s.text))
-        all_tokens.update(toks)
-        sents.append((s.start, s.end, s.text, toks))
-    info = ChunkInfo(tuple(sents), frozenset(all_tokens))
-    _CHUNK_CACHE[key] = info
-    while len(_CHUNK_CACHE) > _CHUNK_CACHE_MAX:
-        _CHUNK_CACHE.popitem(last=False)
-    return info
-
-
-class SentenceIndex:
-    """Every sentence of the admitted chunks, with an inverted index and IDF weights."""
-
-    def __init__(self, contents: list[str]) -> None:
-        self.chunks = [analyse_chunk(c) for c in contents]
-        self.sentences: list[SentenceInfo] = []
-        self.postings: dict[str, list[int]] = {}
-        for ci, info in enumerate(self.chunks):
-            for start, end, text, toks in info.sentences:
-                sid = len(self.sentences)
-                tokset = frozenset(toks)
-                self.sentences.append(SentenceInfo(ci, start, end, text, toks, tokset))
-                for t in tokset:
-                    self.postings.setdefault(t, []).append(sid)
-        n = len(self.sentences)
-        self._n = n
-        self._unseen = math.log(1.0 + (n + 0.5) / 0.5)
-        self.all_tokens: frozenset[str] = frozenset(self.postings)
-
-    def idf(self, token: str) -> float:
-        df = len(self.postings.get(token, ()))
-        return math.log(1.0 + (self._n - df + 0.5) / (df + 0.5)) if df else self._unseen
-
-
-_INDEX_CACHE: OrderedDict[tuple[str, ...], SentenceIndex] = OrderedDict()
-
-
-def build_index(contents: list[str]) -> SentenceIndex:
-    key = tuple(hashlib.blake2b(c.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest() for c in contents)
-    hit = _INDEX_CACHE.get(key)
-    if hit is not None:
-        _INDEX_CACHE.move_to_end(key)
-        return hit
-    index = SentenceIndex(contents)
-    _INDEX_CACHE[key] = index
-    while len(_INDEX_CACHE) > 64:
-        _INDEX_CACHE.popitem(last=False)
-    return index
-
-
 # -- the model -----------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -266,132 +186,6 @@ def load_model(name: str) -> LogisticModel:
         raise IntegrityError(f"the audit model file is missing or corrupt ({name}: {exc}); reinstall bosun") from exc
 
 
-# -- matching one claim --------------------------------------------------------------------
-
-@dataclass
-class ClaimMatch:
-    """Everything the matcher found for one claim."""
-
-    features: dict[str, float]
-    evidence: list[int]  # sentence ids cited (one or two)
-    nearest: int | None  # best candidate sentence id, for unsupported claims
-    nearest_score: float
-    mismatches: list[Mismatch] = field(default_factory=list)
-
-
-def match_claim(
-    claim_text: str, index: SentenceIndex, contents: list[str],
-    claim_vec: np.ndarray | None = None, sent_vecs: np.ndarray | None = None,
-) -> ClaimMatch:
-    """Find the claim's best evidence and compute its features."""
-    toks = list(dict.fromkeys(content_tokens(claim_text)))
-    weights = {t: index.idf(t) for t in toks}
-    total = sum(weights.values()) or 1.0
-    scores: dict[int, float] = {}
-    for t in toks:
-        w = weights[t]
-        for sid in index.postings.get(t, ()):
-            scores[sid] = scores.get(sid, 0.0) + w
-    sem: np.ndarray | None = None
-    if claim_vec is not None and sent_vecs is not None and len(index.sentences):
-        sem = sent_vecs @ claim_vec
-    ranked = sorted(scores, key=lambda s: (-scores[s], s))
-    candidates = ranked[:TOP_K]
-    if sem is not None:
-        for sid in np.argsort(-sem, kind="stable")[:3].tolist():
-            if sid not in candidates:
-                candidates.append(int(sid))
-    hits = {sid: frozenset(t for t in toks if t in index.sentences[sid].tokset) for sid in candidates}
-
-    def cov(tokset: frozenset[str] | set[str]) -> float:
-        return sum(weights[t] for t in tokset) / total
-
-    def rank_key(sid: int) -> tuple[float, int]:
-        c = scores.get(sid, 0.0) / total
-        return (-(c + (float(sem[sid]) if sem is not None else 0.0)), sid)
-
-    best = min(candidates, key=rank_key) if candidates else None
-    cov1 = scores.get(best, 0.0) / total if best is not None else 0.0
-    pair: tuple[int, int] | None = None
-    cov2 = cov1
-    for i, a in enumerate(candidates):
-        for b in candidates[i + 1 :]:
-            c = cov(hits[a] | hits[b])
-            if c > cov2 + 1e-12:
-                cov2, pair = c, (min(a, b), max(a, b))
-    evidence = [best] if best is not None else []
-    if pair is not None and cov2 >= cov1 + PAIR_GAIN:
-        evidence = list(pair)
-    else:
-        cov2 = max(cov1, cov2) if pair is None else cov2
-    chunk_hits: dict[int, set[str]] = {}
-    for t in toks:
-        for sid in index.postings.get(t, ()):
-            chunk_hits.setdefault(index.sentences[sid].chunk, set()).add(t)
-    chunk_cov = max((cov(h) for h in chunk_hits.values()), default=0.0)
-    top_covered = _cov_top_chunks(chunk_hits, cov)
-    cov_all = cov(top_covered)
-    ev_tokens = [t for sid in evidence for t in index.sentences[sid].tokens]
-    bigrams = list(itertools.pairwise(toks))
-    ev_bigrams = set(itertools.pairwise(ev_tokens))
-    bigram = (sum(1 for b in bigrams if b in ev_bigrams) / len(bigrams)) if bigrams else cov1
-    nums = [t for t in toks if t[0].isdigit()]
-    num_missing = 1.0 if any(t not in index.all_tokens for t in nums) else 0.0
-
-    mismatches: list[Mismatch] = []
-    if evidence:
-        mismatches = _mismatches(claim_text, evidence, index, contents, scores, total, ranked)
-    features = {
-        "cov1": cov1, "cov2": cov2, "cov_chunk": chunk_cov, "cov_all": cov_all, "bigram": bigram,
-        "log_len": math.log(1 + len(toks)), "num_missing": num_missing,
-        "miss_frac": sum(1 for t in toks if t not in top_covered) / max(1, len(toks)),
-        "mismatch": 1.0 if mismatches else 0.0,
-        "sem_max": float(sem.max()) if sem is not None and sem.size else 0.0,
-        "sem_lex": float(sem[ranked[0]]) if sem is not None and ranked else 0.0,
-    }
-    nearest = best
-    return ClaimMatch(features, evidence, nearest, cov1, mismatches)
-
-
-TOP_CHUNKS = 3  # "cov_all" is the coverage by the best few chunks, so a huge chunk set does not cover everything
-
-
-def _cov_top_chunks(chunk_hits: dict[int, set[str]], cov: Any) -> set[str]:
-    """Claim tokens covered by the best TOP_CHUNKS chunks, chosen greedily (ties: lowest chunk first)."""
-    covered: set[str] = set()
-    for _ in range(TOP_CHUNKS):
-        best: set[str] = set()
-        for ci in sorted(chunk_hits):
-            gain = chunk_hits[ci] - covered
-            if cov(gain) > cov(best):
-                best = gain
-        if not best:
-            break
-        covered |= best
-    return covered
-
-
-def _mismatches(
-    claim: str, evidence: list[int], index: SentenceIndex, contents: list[str],
-    scores: dict[int, float], total: float, ranked: list[int],
-) -> list[Mismatch]:
-    """Mismatches against the evidence; a near-equal candidate that agrees clears them."""
-    text = " ".join(index.sentences[s].text for s in evidence)
-    context = " ".join(contents[c] for c in sorted({index.sentences[s].chunk for s in evidence}))
-    found = check(claim, text, context)
-    if not found:
-        return []
-    top = scores.get(evidence[0], 0.0) / total
-    for sid in ranked[:TOP_K]:
-        if sid in evidence or scores[sid] / total < top - 0.05:
-            continue
-        alt = index.sentences[sid]
-        if not check(claim, alt.text, contents[alt.chunk]):
-            evidence[:] = [sid]
-            return []
-    return found
-
-
 def embed_text(text: str) -> str:
     """What the semantic matcher embeds: the model reads ~256 tokens, so longer text is cut first
     (keeps memory flat on pages whose "sentences" are whole navigation menus)."""
@@ -415,7 +209,7 @@ class ComplianceViolation(BosunError):
 
 @dataclass
 class AuditPlan:
-    """Validated input and the texts a semantic matcher must embed (claims, then sentences)."""
+    """Validated input, each claim's BM25 candidates, and the texts a semantic matcher must embed."""
 
     query: str
     chunks: list[ChunkIn]
@@ -426,13 +220,29 @@ class AuditPlan:
     index: SentenceIndex
     config: AuditConfig
     response_chars: int
+    terms: list[ClaimTerms]
+    candidates: list[list[int]]
+
+    def candidate_sentences(self) -> list[int]:
+        """Every sentence that is a candidate for some claim, in first-seen order."""
+        return list(dict.fromkeys(s for cands in self.candidates for s in cands))
 
     def texts_to_embed(self) -> list[str]:
-        return [embed_text(c.clean) for c in self.claims] + [embed_text(s.text) for s in self.index.sentences]
+        """Claims, then the candidate sentences only: the cost does not grow with the chunks."""
+        return ([embed_text(c.clean) for c in self.claims]
+                + [embed_text(self.index.sentences[s].text) for s in self.candidate_sentences()])
+
+
+def resolve_matcher(config: AuditConfig, has_embedder: bool) -> AuditConfig:
+    """``auto`` becomes ``semantic`` when an embedder is at hand, ``bm25`` otherwise."""
+    if config.matcher != "auto":
+        return config
+    return replace(config, matcher="semantic" if has_embedder else "bm25")
 
 
 def plan_audit(query: Any, chunks: Any, response: Any, config: AuditConfig) -> AuditPlan:
-    """Validate and prepare: filter sources, extract claims, index the admitted sentences."""
+    """Validate and prepare: filter sources, extract claims, index the admitted sentences, retrieve.
+    ``config.matcher`` must be resolved (see ``resolve_matcher``)."""
     if query is not None and not isinstance(query, str):
         raise InvalidInput("query", f"must be a string, got {type(query).__name__}")
     text = _check_response(response)
@@ -451,13 +261,17 @@ def plan_audit(query: Any, chunks: Any, response: Any, config: AuditConfig) -> A
             blocked.append({"url": c.url, "domain": res.host, "reason": res.reason, "chunk_id": c.id})
     claims = extract_claims(text, config.extractor)
     index = build_index([c.content for c in admitted])
-    return AuditPlan(query or "", items, admitted, blocked, warnings, claims, index, config, len(text))
+    terms = [claim_terms(c.clean, index) for c in claims]
+    cands = [candidates(t, index) for t in terms]
+    return AuditPlan(query or "", items, admitted, blocked, warnings, claims, index, config, len(text), terms, cands)
 
 
 def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | None = None) -> dict[str, Any]:
     """Match every claim and build the trust report. ``vectors`` = embeddings of ``texts_to_embed()``."""
     cfg = plan.config
     as_of = as_of or cfg.as_of or datetime.now(UTC).date()
+    if cfg.matcher == "auto":
+        cfg = plan.config = resolve_matcher(cfg, vectors is not None)
     semantic = cfg.matcher == "semantic"
     if semantic and vectors is None:
         raise InvalidInput("config.matcher", "semantic matching needs the embedding model", "bm25, or run in the daemon")
@@ -465,7 +279,9 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
     contents = [c.content for c in plan.admitted]
     n_claims = len(plan.claims)
     claim_vecs = vectors[:n_claims] if semantic and vectors is not None else None
-    sent_vecs = vectors[n_claims:] if semantic and vectors is not None else None
+    cand_vecs: dict[int, np.ndarray] | None = None
+    if semantic and vectors is not None:
+        cand_vecs = dict(zip(plan.candidate_sentences(), vectors[n_claims:], strict=True))
     fresh = [assess_freshness(c.metadata, cfg.max_source_age_days, as_of, cfg.source_date_metadata_key)
              for c in plan.admitted]
 
@@ -474,8 +290,8 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
         if not plan.admitted or not plan.index.sentences:
             claims_out.append(_unsupported_claim(claim, 0.0, "no admitted source to check it against"))
             continue
-        m = match_claim(claim.clean, plan.index, contents,
-                        claim_vecs[k] if claim_vecs is not None else None, sent_vecs)
+        m = match_claim(claim.clean, plan.index, contents, claim_vecs[k] if claim_vecs is not None else None,
+                        cand_vecs, plan.terms[k], plan.candidates[k])
         conf = model.prob(m.features)
         claims_out.append(_claim_record(claim, m, conf, plan, fresh, cfg))
     return _report(plan, claims_out, fresh, as_of)
@@ -509,6 +325,10 @@ def _claim_record(
         rec.update(verdict="contradicted", confidence=round(min(conf, CONTRADICTED_CAP), 4),
                    evidence=[_span(plan, s) for s in m.evidence], mismatches=[x.to_dict() for x in m.mismatches],
                    note="contradicted: " + "; ".join(f"{x.kind}: {x.note}" for x in m.mismatches))
+        return rec
+    if conf >= cfg.claim_threshold and m.evidence and has_uncovered_clause(m.features):
+        rec.update(verdict="partially_supported", evidence=[_span(plan, s) for s in m.evidence],
+                   note=f"partially supported: no evidence covers {m.weakest_clause!r}")
         return rec
     if conf >= cfg.claim_threshold and m.evidence:
         chunk_pos = [plan.index.sentences[s].chunk for s in m.evidence]
@@ -552,7 +372,7 @@ def _trust_status(rec: dict[str, Any]) -> str:
 def _report(plan: AuditPlan, claims: list[dict[str, Any]], fresh: list[Freshness], as_of: date) -> dict[str, Any]:
     cfg = plan.config
     n = len(claims)
-    counts = {v: sum(1 for c in claims if c["verdict"] == v) for v in ("supported", "contradicted", "unsupported")}
+    counts = {v: sum(1 for c in claims if c["verdict"] == v) for v in VERDICTS}
     rate = counts["supported"] / n if n else 0.0
     reasons: list[str] = []
     issues: list[str] = []
@@ -572,6 +392,8 @@ def _report(plan: AuditPlan, claims: list[dict[str, Any]], fresh: list[Freshness
         reasons.append(f"{counts['contradicted']} claim(s) contradicted by their evidence")
     if counts["unsupported"]:
         issues.append("unsupported_claims")
+    if counts["partially_supported"]:
+        issues.append("partially_supported_claims")
     if n and rate < cfg.min_citation_rate:
         issues.append("below_min_citation_rate")
         reasons.append(f"compliance {rate:.2f} is below min_citation_rate {cfg.min_citation_rate:.2f}")
@@ -659,8 +481,9 @@ def audit(
     query: Any, chunks: Any, response: Any, config: AuditConfig | None = None, as_of: date | None = None,
     embed: Any = None,
 ) -> dict[str, Any]:
-    """One-call audit. ``embed(texts) -> float32[n, d]`` is required only for the semantic matcher."""
-    cfg = config or AuditConfig()
+    """One-call audit. ``embed(texts) -> float32[n, d]`` is required only for the semantic matcher
+    (the default ``auto`` matcher uses it when given, and runs lexical without it)."""
+    cfg = resolve_matcher(config or AuditConfig(), embed is not None)
     plan = plan_audit(query, chunks, response, cfg)
     vectors = None
     if cfg.matcher == "semantic":

@@ -31,6 +31,7 @@ _ABBREV = {
     "dept", "est", "gen", "gov", "lt", "col", "sgt", "rev", "ph.d", "m.d", "b.c", "a.d", "p.m", "a.m",
 }
 _BOUNDARY = re.compile(r"([.!?。！？]+[\"')\]”’]*)(\s+|$)|\n\s*\n|\n(?=\s*(?:[-*•]|\d+[.)])\s)")
+_LAST_WORD = re.compile(r"([\w.]+)$")
 _CITATION = re.compile(r"\s*\[(?:\d+(?:\s*[,–-]\s*\d+)*|[a-z]?\d+)\](?:\s*\[\d+\])*")
 _CJK = re.compile("[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 _LIST_MARK = re.compile(r"^\s*(?:[-*•]+|\d+[.)]|[a-z][.)])\s+")
@@ -51,8 +52,8 @@ def split_sentences(text: str) -> list[Sentence]:
     start = 0
     for m in _BOUNDARY.finditer(text):
         if m.group(1):
-            before = text[start : m.start(1)]
-            last = re.search(r"([\w.]+)$", before)
+            before = text[max(start, m.start(1) - 40) : m.start(1)]  # the last word only: flat cost
+            last = _LAST_WORD.search(before)
             word = last.group(1).lower() if last else ""
             if m.group(1) == "." and (word in _ABBREV or (len(word) == 1 and word.isalpha())):
                 continue

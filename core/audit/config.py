@@ -27,8 +27,11 @@ UNSUPPORTED_EXTRACTORS = {
     "nltk": "bosun splits sentences itself and does not ship NLTK's punkt data",
     "llm": "bosun makes no LLM call",
 }
-MATCHERS = ("bm25", "semantic")
-MATCHER_ALIASES = {"lexical": "bm25"}
+MATCHERS = ("auto", "bm25", "semantic")
+# "semantic" is the hybrid matcher (BM25 candidates, coverage features and embedding similarity);
+# "auto" (the default) is "semantic" wherever the embedding model is available (the daemon, the CLI
+# when the model loads) and "bm25" otherwise; the report's "matcher" says which one ran.
+MATCHER_ALIASES = {"lexical": "bm25", "hybrid": "semantic"}
 MODES = ("audit", "guardrail", "enforce")
 ACTIONS = ("warn", "fail")
 CONFIG_FILENAME = "provenance.toml"
@@ -42,7 +45,7 @@ class AuditConfig:
     min_citation_rate: float = 0.80
     claim_threshold: float = 0.5
     extractor: str = "claimify"
-    matcher: str = "bm25"
+    matcher: str = "auto"
     model: str = "all-MiniLM-L6-v2"
     enforcement_mode: str = "guardrail"
     max_source_age_days: int | None = None
@@ -140,7 +143,7 @@ def config_from_dict(data: dict[str, Any] | None) -> AuditConfig:
         raise InvalidInput(
             "config.extractor", f"{extractor!r} is not available: {UNSUPPORTED_EXTRACTORS[extractor]}", ", ".join(EXTRACTORS)
         )
-    matcher = data.get("matcher", "bm25")
+    matcher = data.get("matcher", "auto")
     if isinstance(matcher, str):
         matcher = MATCHER_ALIASES.get(matcher.strip().lower(), matcher)
     mode_value = data.get("enforcement_mode")
@@ -160,7 +163,7 @@ def config_from_dict(data: dict[str, Any] | None) -> AuditConfig:
         min_citation_rate=_num(data, "min_citation_rate", 0.80, 0.0, 1.0),
         claim_threshold=_num(data, "claim_threshold", 0.5, 0.0, 1.0),
         extractor=_choice({"extractor": extractor}, "extractor", "claimify", EXTRACTORS),
-        matcher=_choice({"matcher": matcher}, "matcher", "bm25", MATCHERS),
+        matcher=_choice({"matcher": matcher}, "matcher", "auto", MATCHERS),
         model=model.strip(),
         enforcement_mode=_choice({"enforcement_mode": mode_value}, "enforcement_mode", "guardrail", MODES),
         max_source_age_days=max_age,

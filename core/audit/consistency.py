@@ -9,13 +9,15 @@ ignores, on evidence that is otherwise well aligned with the claim:
 - unit: the same value in a different unit ("6 grams" vs "6 milligrams");
 - date: a year or month the evidence gives differently;
 - quantifier: "all" vs "some", "most" vs "few", "always" vs "sometimes", "only" vs "one of";
-- named_entity: a name in the claim that the evidence replaces with another.
+- named_entity: a name in the claim that the evidence replaces with another;
+- role: the same two names and relation with the roles reversed ("A acquired B" vs "B acquired A").
 
 English only; on other languages the checks find nothing and the verdict rests on matching.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,7 +32,7 @@ ALIGNMENT_MIN = 0.6  # share of the claim's other content the evidence must cove
 class Mismatch:
     """One reason the evidence contradicts the claim."""
 
-    kind: str  # negation | number | unit | date | quantifier | named_entity
+    kind: str  # negation | number | unit | date | quantifier | named_entity | role
     claim: str
     evidence: str
     note: str
@@ -282,6 +284,21 @@ _ANTONYMS = [
     ("include", "exclude"), ("acidic", "alkaline"), ("hot", "cold"), ("warmer", "cooler"), ("oldest", "youngest"),
     ("older", "younger"), ("largest", "smallest"), ("highest", "lowest"), ("best", "worst"), ("male", "female"),
     ("inhibit", "stimulate"), ("inhibit", "activate"), ("agonist", "antagonist"), ("private", "public"),
+    # events and states of laws, organisations, deals and people (the issue's "enacted" vs "repealed")
+    ("enact", "repeal"), ("enacted", "repealed"), ("sign", "repeal"), ("signed", "repealed"), ("sign", "veto"),
+    ("signed", "vetoed"), ("establish", "abolish"), ("established", "abolished"), ("established", "repealed"),
+    ("ratified", "repealed"), ("introduced", "abolished"), ("upheld", "overturned"), ("uphold", "overturn"),
+    ("upheld", "struck"), ("approved", "vetoed"), ("passed", "vetoed"), ("imposed", "lifted"), ("impose", "lift"),
+    ("opened", "closed"), ("reopened", "closed"), ("reopened", "shut"), ("launched", "cancelled"),
+    ("launched", "discontinued"), ("hired", "fired"), ("appointed", "dismissed"), ("joined", "left"),
+    ("bought", "sold"), ("buy", "sell"), ("acquired", "sold"), ("acquire", "sell"), ("acquired", "divested"),
+    ("import", "export"), ("imports", "exports"), ("convicted", "acquitted"), ("guilty", "innocent"),
+    ("arrested", "released"), ("started", "ended"), ("began", "ended"), ("entered", "exited"), ("added", "removed"),
+    ("supported", "opposed"), ("support", "oppose"), ("confirmed", "denied"), ("accepted", "declined"),
+    ("promoted", "demoted"), ("upgraded", "downgraded"), ("surplus", "deficit"), ("profit", "loss"),
+    ("legalized", "criminalized"), ("legalised", "criminalised"), ("present", "absent"), ("wet", "dry"),
+    ("overestimate", "underestimate"), ("online", "offline"), ("encrypted", "unencrypted"), ("enabled", "disabled"),
+    ("enable", "disable"), ("deprecated", "recommended"), ("synchronous", "asynchronous"), ("mutable", "immutable"),
 ]
 _POLARITY = [
     ("increase increases increased increasing raise raises raised rise rises rose risen boost boosts boosted "
@@ -550,8 +567,10 @@ def _entity_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     missing = [(n, ini) for n, ini in c_names if any(not _present(t, x_tokens) for t in content_tokens(n))]
     if not missing:
         return []
+    claim_name_tokens = {t for n, _ in c_names for t in content_tokens(n)}
     e_names = [(n, ini) for n, ini in _names(evidence)
-               if set(content_tokens(n)) - claim_tokens and not set(content_tokens(n)) & _PAGE_WORDS]
+               if set(content_tokens(n)) - claim_tokens and not set(content_tokens(n)) & _PAGE_WORDS
+               and not set(content_tokens(n)) & claim_name_tokens]
     for name, initial in missing:
         # a sentence-initial capital is only a name when the evidence puts another name in the same
         # place: also sentence-initial and followed by the same word ("Ibuprofen lowers" / "Aspirin lowers")
@@ -562,6 +581,51 @@ def _entity_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
             rivals = [n for n, _ in e_names]
         if rivals:
             return [Mismatch("named_entity", name, rivals[0], f"the evidence names {rivals[0]!r}, not {name!r}")]
+    return []
+
+
+# -- roles: who did what to whom ---------------------------------------------------------
+
+_ROLE_GAP = 6  # at most this many content words between the two names: one short relation
+_ROLE_BREAK = re.compile(r"[,;:()]|\b(?:and|or|while|whereas|but|with|versus|vs)\b", re.I)
+_PASSIVE = re.compile(r"\bby\b", re.I)
+
+
+def _relations(text: str) -> list[tuple[frozenset[str], frozenset[str], frozenset[str], bool]]:
+    """(first name, second name, relation words between them, passive?) for nearby name pairs."""
+    found = [(m.start(), m.end(), frozenset(content_tokens(name))) for name, m in _name_spans(text)]
+    out = []
+    for (_s1, e1, a), (s2, _e2, b) in itertools.combinations(found, 2):
+        between = text[e1:s2]
+        words = content_tokens(between)
+        if not words or len(words) > _ROLE_GAP or _ROLE_BREAK.search(between) or a & b:
+            continue
+        out.append((a, b, frozenset(words), bool(_PASSIVE.search(between))))
+    return out
+
+
+def _name_spans(text: str) -> list[tuple[str, re.Match[str]]]:
+    names = {n for n, _ in _names(text)}
+    return [(m.group(0).strip(" .'-"), m) for m in _CAP.finditer(text)
+            if m.group(0).strip(" .'-") in names or any(n in m.group(0) for n in names)]
+
+
+def _role_checks(claim: str, evidence: str) -> list[Mismatch]:
+    """ "Instagram acquired Facebook" against "Facebook acquired Instagram": the same two names and
+    the same relation, the roles reversed (a passive "was acquired by" reverses them back)."""
+    ev = _relations(evidence)
+    if not ev:
+        return []
+    for a, b, words, passive in _relations(claim):
+        for ea, eb, e_words, e_passive in ev:
+            if not words & e_words:
+                continue
+            same_order = a & ea and b & eb
+            swapped = a & eb and b & ea
+            if (swapped and passive == e_passive) or (same_order and passive != e_passive):
+                who = " ".join(sorted(a)), " ".join(sorted(b))
+                return [Mismatch("role", f"{who[0]} … {who[1]}", "reversed",
+                                 "the evidence gives the two names the opposite roles")]
     return []
 
 
@@ -590,6 +654,7 @@ def check(claim: str, evidence: str, context: str | None = None) -> list[Mismatc
         found += _entity_checks(claim, evidence, context)
     if alignment(claim, evidence) < ALIGNMENT_MIN:
         return found
+    found += _role_checks(claim, evidence)
     found += _negation_checks(claim, evidence)
     found += _number_checks(claim, evidence, context)
     found += _date_checks(claim, evidence, context)

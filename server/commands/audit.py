@@ -22,7 +22,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", type=Path, default=None, help="provenance.toml (default: discovered)")
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
     parser.add_argument("--as-of", default=None, help="evaluate freshness on this date (YYYY-MM-DD)")
-    parser.add_argument("--matcher", choices=["bm25", "semantic"], default=None, help="override the config's matcher")
+    parser.add_argument("--matcher", choices=["auto", "bm25", "semantic"], default=None,
+                        help="override the config's matcher (auto: semantic when the model loads, else bm25)")
     parser.add_argument("--no-color", action="store_true", help="plain output")
 
 
@@ -63,7 +64,11 @@ def run(args: argparse.Namespace) -> int:
         if args.matcher:
             cfg = replace(cfg, matcher=args.matcher)
         as_of = parse_as_of(args.as_of, "--as-of") or parse_as_of(data.get("as_of"), "as_of")
-        embed = _local_embedder() if cfg.matcher == "semantic" else None
+        embed = None
+        if cfg.matcher == "semantic":
+            embed = _local_embedder()
+        elif cfg.matcher == "auto":
+            embed = _try_local_embedder()
         report = audit(data.get("query", ""), data["chunks"], data["response"], cfg, as_of, embed)
     except BosunError as exc:
         return _fail(str(exc))
@@ -92,6 +97,18 @@ def _local_embedder() -> Any:
     return load_embedder(home, ModelSpec()).embed
 
 
+def _try_local_embedder() -> Any:
+    """The model for ``auto``, or None (lexical) when it cannot be loaded here; says so on stderr."""
+    from bosun.core.errors import BosunError
+    from bosun.server.model import ModelError
+
+    try:
+        return _local_embedder()
+    except (BosunError, ModelError, OSError, ImportError) as exc:
+        print(f"bosun audit: embedding model unavailable ({exc}); using the bm25 matcher", file=sys.stderr)
+        return None
+
+
 def _short(text: str, n: int = 100) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -109,7 +126,8 @@ def render(report: dict[str, Any], name: str, color: bool = False) -> str:
     out.append(
         f"{head}  [{report['enforcement_verdict']}]  compliance {report['compliance_rate']:.2f} "
         f"(min {report['min_citation_rate']:.2f})  "
-        f"supported {c['supported']} · contradicted {c['contradicted']} · unsupported {c['unsupported']}  "
+        f"supported {c['supported']} · partial {c['partially_supported']} · contradicted {c['contradicted']} · "
+        f"unsupported {c['unsupported']}  "
         f"matcher {report['matcher']}"
     )
     if report["failure_reasons"]:
@@ -122,7 +140,8 @@ def render(report: dict[str, Any], name: str, color: bool = False) -> str:
     for w in report.get("source_warnings", []):
         out.append(f"  ! {w['chunk_id']}: {w['warning']} ({w['url']!r})")
     out.append("Claims:")
-    tags = {"supported": ("SUPPORTED", "32"), "contradicted": ("CONTRADICTED", "31"), "unsupported": ("UNSUPPORTED", "33")}
+    tags = {"supported": ("SUPPORTED", "32"), "partially_supported": ("PARTIAL", "33"),
+            "contradicted": ("CONTRADICTED", "31"), "unsupported": ("UNSUPPORTED", "33")}
     for i, cl in enumerate(report["claims"], 1):
         tag, code = tags[cl["verdict"]]
         out.append(f"  [{i}] {paint(tag, code)} {cl['confidence']:.2f}  {_short(cl['text'])}")

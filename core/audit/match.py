@@ -1,0 +1,215 @@
+"""Matching one claim to its evidence: BM25 candidates, coverage features, consistency checks.
+
+Every feature is computed over sentences, never over chunks, so how the caller cut its sources
+into chunks (one sentence each, a page each) does not move the verdict. BM25 (bm25s) and an
+IDF-weighted coverage score rank every sentence in one vectorised pass; only the top few
+candidates get the detailed features:
+
+- ``cov1`` / ``cov2`` / ``cov3``: IDF-weighted share of the claim's content words found in the
+  best sentence, the best pair, and the best three sentences (greedy);
+- ``miss_frac``: share of the claim's words none of those three sentences has; ``miss_max``: how
+  rare (IDF, scaled to [0, 1]) the rarest such word is: a missing name matters, a missing "use" not;
+- ``clause_min``: coverage of the claim's worst-covered clause ("X, and it also cures Y": the add-on
+  clause is what nobody supports);
+- ``bigram``: word pairs of the claim that the evidence has in the same order;
+- ``num_missing``: a number of the claim that the candidates do not contain;
+- ``mismatch``: a consistency check fired (see consistency.py);
+- with the semantic (hybrid) matcher, ``sem_max`` and ``sem_best``: the embedding cosine of the best
+  candidate and of the cited evidence.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bosun.core.audit.claims import content_tokens
+from bosun.core.audit.consistency import Mismatch, check
+from bosun.core.audit.index import SentenceIndex
+
+TOP_K = 8  # candidate sentences per claim by coverage
+TOP_CHUNKS = 4  # chunks per claim by BM25, each adding its best sentence
+SMALL_INDEX = 24  # up to this many sentences in all, every sentence is a candidate
+GREEDY = 3  # sentences in the greedy cover behind cov3, miss_frac, miss_max and clause_min
+PAIR_GAIN = 0.15  # a second sentence must add this much coverage to be cited
+CLAUSE_MIN = 0.2  # a clause of a several-clause claim less covered than this is what no evidence supports
+
+
+def has_uncovered_clause(features: dict[str, float]) -> bool:
+    """An add-on clause no evidence covers: the claim is at most partially supported."""
+    return features["n_clauses"] > 1 and features["clause_min"] < CLAUSE_MIN
+LEXICAL_FEATURES = ("cov1", "cov2", "cov3", "miss_frac", "miss_max", "clause_min", "bigram", "num_missing", "mismatch")
+SEMANTIC_FEATURES = (*LEXICAL_FEATURES, "sem_max", "sem_best")
+
+_CLAUSE_SPLIT = re.compile(
+    r"\s*(?:;|,\s*(?:and|but|while|whereas|which|who|where|so|yet)\b|\b(?:and|but)\s+(?:also|it|they|he|she|this|that)\b"
+    r"|\bas well as\b|\band\s+(?=(?:is|are|was|were|has|have|had|can|will|could|would|may|might)\b))\s*",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class ClaimMatch:
+    """Everything the matcher found for one claim."""
+
+    features: dict[str, float]
+    evidence: list[int]  # sentence ids cited (one or two)
+    nearest: int | None  # best candidate sentence id, for unsupported claims
+    nearest_score: float
+    mismatches: list[Mismatch] = field(default_factory=list)
+    candidates: list[int] = field(default_factory=list)
+    weakest_clause: str | None = None  # the least-covered clause of a claim with several
+
+
+@dataclass(frozen=True)
+class ClaimTerms:
+    """A claim's content words, their ids in the index and IDF weights."""
+
+    tokens: list[str]
+    ids: list[int | None]
+    weights: np.ndarray
+    total: float
+
+
+def claim_terms(claim: str, index: SentenceIndex) -> ClaimTerms:
+    toks = list(dict.fromkeys(content_tokens(claim)))
+    ids = [index.vocab.get(t) for t in toks]
+    weights = np.array([index.idf(t) for t in toks], dtype=np.float64)
+    return ClaimTerms(toks, ids, weights, float(weights.sum()) or 1.0)
+
+
+def candidates(terms: ClaimTerms, index: SentenceIndex) -> list[int]:
+    """The claim's candidate sentences: the TOP_K sentences that cover most of it, then the best
+    sentence of each of the TOP_CHUNKS chunks BM25 ranks highest (ties: lowest id first); every
+    sentence when there are only a few."""
+    if not index.size:
+        return []
+    if index.size <= SMALL_INDEX:  # a few sentences: all of them (a paraphrase may share no word)
+        return list(range(index.size))
+    if not any(t is not None for t in terms.ids):
+        return []
+    cover = index.coverage_all(terms.ids, terms.weights)
+    out = _top(cover, TOP_K)
+    bm25 = index.bm25_scores(terms.tokens)
+    for ci in _top(bm25, TOP_CHUNKS):
+        lo, hi = int(index.chunk_start[ci]), int(index.chunk_start[ci + 1])
+        if hi > lo:
+            best = lo + int(np.argmax(cover[lo:hi]))
+            if cover[best] > 0 and best not in out:
+                out.append(best)
+    return out
+
+
+def _top(scores: np.ndarray, k: int) -> list[int]:
+    """Indices of the k highest positive scores, best first, ties by lowest index."""
+    k = min(k, len(scores))
+    if k <= 0:
+        return []
+    top = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    top = top[scores[top] > 0]
+    return sorted(top.tolist(), key=lambda s: (-float(scores[s]), s))
+
+
+def clauses(claim: str) -> list[tuple[str, list[str]]]:
+    """The claim's clauses with their content words (a clause of fewer than two content words is
+    folded into the previous one: "and it" alone is not a claim)."""
+    out: list[tuple[str, list[str]]] = []
+    for part in _CLAUSE_SPLIT.split(claim):
+        toks = list(dict.fromkeys(content_tokens(part)))
+        if len(toks) >= 2 or not out:
+            out.append((part.strip(), toks))
+        else:
+            out[-1] = (out[-1][0] + " " + part.strip(), out[-1][1] + toks)
+    return [c for c in out if c[1]]
+
+
+def match_claim(
+    claim_text: str, index: SentenceIndex, contents: list[str],
+    claim_vec: np.ndarray | None = None, cand_vecs: dict[int, np.ndarray] | None = None,
+    terms: ClaimTerms | None = None, cands: list[int] | None = None,
+) -> ClaimMatch:
+    """Find the claim's best evidence and compute its features (``cand_vecs``: sentence id -> vector)."""
+    terms = terms or claim_terms(claim_text, index)
+    cands = cands if cands is not None else candidates(terms, index)
+    w, total = terms.weights, terms.total
+    n_tok = len(terms.tokens)
+    hits = index.hits(terms.ids, np.array(cands, dtype=np.int64))
+    cov = hits @ w / total if cands else np.zeros(0)
+    sem = None
+    if claim_vec is not None and cand_vecs is not None and cands:
+        sem = np.array([float(cand_vecs[s] @ claim_vec) for s in cands])
+    if not cands:
+        return ClaimMatch(_empty_features(n_tok), [], None, 0.0)
+
+    rank = cov + (sem if sem is not None else 0.0)
+    best_i = int(np.argmax(rank))
+    cov1 = float(cov.max())
+    union = hits[:, None, :] | hits[None, :, :]
+    pair_cov = union @ w / total
+    a, b = np.unravel_index(int(np.argmax(pair_cov)), pair_cov.shape)
+    cov2 = float(pair_cov[a, b])
+    evidence_i = [best_i]
+    if a != b and cov2 >= float(cov[best_i]) + PAIR_GAIN:
+        evidence_i = sorted({int(a), int(b)})
+    covered = np.zeros(n_tok, dtype=bool)
+    for _ in range(GREEDY):
+        gain = (hits & ~covered) @ w
+        g = int(np.argmax(gain))
+        if gain[g] <= 0:
+            break
+        covered |= hits[g]
+    cov3 = float(w[covered].sum() / total)
+    missing_w = w[~covered]
+    miss_max = float(missing_w.max() / index.unseen_idf) if missing_w.size else 0.0
+    covered_set = {t for t, c in zip(terms.tokens, covered, strict=True) if c}
+    clause_cov: list[tuple[float, str]] = []
+    weight_of = dict(zip(terms.tokens, w.tolist(), strict=True))
+    for text, cl in clauses(claim_text):
+        tw = sum(weight_of.get(t, 0.0) for t in cl) or 1.0
+        clause_cov.append((sum(weight_of.get(t, 0.0) for t in cl if t in covered_set) / tw, text))
+    weakest = min(clause_cov) if len(clause_cov) > 1 else None
+    evidence = [cands[i] for i in evidence_i]
+    ev_tokens = [t for sid in evidence for t in index.sentences[sid].tokens]
+    bigrams = list(itertools.pairwise(terms.tokens))
+    ev_bigrams = set(itertools.pairwise(ev_tokens))
+    bigram = (sum(1 for bg in bigrams if bg in ev_bigrams) / len(bigrams)) if bigrams else cov1
+    nums = [t for t in terms.tokens if t[0].isdigit()]
+    mismatches = _mismatches(claim_text, evidence, index, contents, cands, cov)
+    features = {
+        "cov1": cov1, "cov2": max(cov1, cov2), "cov3": cov3,
+        "miss_frac": float((~covered).sum() / max(1, n_tok)), "miss_max": miss_max,
+        "clause_min": min(clause_cov)[0] if clause_cov else cov3, "bigram": bigram,
+        "num_missing": 1.0 if any(t not in covered_set for t in nums) else 0.0,
+        "mismatch": 1.0 if mismatches else 0.0, "n_clauses": float(len(clause_cov)),
+        "sem_max": float(sem.max()) if sem is not None else 0.0,
+        "sem_best": float(sem[evidence_i[0]]) if sem is not None else 0.0,
+    }
+    return ClaimMatch(features, evidence, cands[best_i], float(cov[best_i]), mismatches, cands,
+                      weakest[1] if weakest is not None else None)
+
+
+def _empty_features(n_tok: int) -> dict[str, float]:
+    return {"cov1": 0.0, "cov2": 0.0, "cov3": 0.0, "miss_frac": 1.0 if n_tok else 0.0, "miss_max": 1.0 if n_tok else 0.0,
+            "clause_min": 0.0, "bigram": 0.0, "num_missing": 0.0, "mismatch": 0.0, "n_clauses": 0.0, "sem_max": 0.0, "sem_best": 0.0}
+
+
+def _mismatches(claim: str, evidence: list[int], index: SentenceIndex, contents: list[str],
+                cands: list[int], cov: np.ndarray) -> list[Mismatch]:
+    """Mismatches against the evidence; a near-equal candidate that agrees clears them."""
+    text = " ".join(index.sentences[s].text for s in evidence)
+    context = " ".join(contents[c] for c in sorted({index.sentences[s].chunk for s in evidence}))
+    found = check(claim, text, context)
+    if not found:
+        return []
+    top = float(cov[cands.index(evidence[0])])
+    for i, sid in enumerate(cands):
+        if sid in evidence or float(cov[i]) < top - 0.05:
+            continue
+        alt = index.sentences[sid]
+        if not check(claim, alt.text, contents[alt.chunk]):
+            evidence[:] = [sid]
+            return []
+    return found
