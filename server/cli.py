@@ -14,13 +14,14 @@ import sys
 from pathlib import Path
 
 import bosun
+from bosun.server.commands import config_of
+from bosun.server.config import Config, ConfigError
 
 
 def _home(args: argparse.Namespace) -> Path:
-    if getattr(args, "home", None):
-        return Path(args.home).expanduser()
-    value = os.environ.get("BOSUN_HOME", "").strip()
-    return Path(value).expanduser() if value else Path("~/.bosun").expanduser()
+    return config_of(args).home
+
+
 
 
 def _add_home(parser: argparse.ArgumentParser) -> None:
@@ -51,14 +52,38 @@ def _quiet_blas() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
+def _leave_no_thread_behind(grace_s: float = 1.0) -> None:
+    """After serving: no thread may keep the process alive or crash its exit.
+
+    The Engine has closed the stores by now (every call that returned is committed). A
+    thread still running (a library's non-daemon thread, or model inference on a daemon
+    thread, which aborts the interpreter if it is torn down mid-call) gets ``grace_s`` to
+    finish; then the process exits at once, after flushing its logs.
+    """
+    import threading
+    import time
+
+    deadline = time.monotonic() + grace_s
+    main_thread = threading.main_thread()
+    for thread in threading.enumerate():
+        if thread is not main_thread:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    left = [t.name for t in threading.enumerate() if t is not main_thread and t.is_alive()]
+    if left:
+        logging.getLogger("bosun.serve").info("exiting with threads still running: %s", ", ".join(left))
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     _quiet_blas()
     import anyio
 
-    from bosun.server.config import Config
     from bosun.server.transport.serve import ServeError, serve
 
-    config = Config(home=_home(args))
+    config = config_of(args)
     if args.host:
         config.host = args.host
     if args.port is not None:
@@ -71,7 +96,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"bosun serve: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        return 0
+        pass
+    _leave_no_thread_behind()
     return 0
 
 
@@ -84,13 +110,13 @@ def cmd_stdio(args: argparse.Namespace) -> int:
         _quiet_blas()
         import anyio
 
-        from bosun.server.config import Config
         from bosun.server.transport.serve import serve
 
-        config = Config(home=home)
+        config = config_of(args)
         if args.policies:
             config.policies = [Path(p).expanduser() for p in args.policies]
         anyio.run(lambda: serve(config, http=False, stdio=True, write_daemon=False))
+        _leave_no_thread_behind()
         return 0
     from bosun.server.transport.bridge import run_bridge
 
@@ -161,6 +187,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     _logging(args.verbose)
+    try:
+        args.config = Config.from_env(home=Path(args.home).expanduser() if getattr(args, "home", None) else None)
+    except ConfigError as exc:
+        print(f"bosun: {exc}", file=sys.stderr)
+        sys.exit(2)
     sys.exit(args.func(args))
 
 

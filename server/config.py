@@ -1,78 +1,154 @@
-"""Runtime configuration, read from the environment and the CLI.
+"""Runtime configuration: every ``BOSUN_*`` variable parsed once, in one place.
 
-Every knob has a default that works on a fresh machine; the README lists them.
+``Config.from_env()`` reads the environment (or a given mapping) and reports a bad value as
+a ``ConfigError`` naming the variable and what it accepts; ``Config()`` is the defaults
+alone (tests, embedding). Every knob has a default that works on a fresh machine; the
+README lists them. CLI flags override the environment through ``from_env(**overrides)``.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any, TypeVar
+
+from bosun.core.errors import BosunError
 
 DEFAULT_PORT = 8790
 DEFAULT_HOST = "127.0.0.1"
+DEFAULT_HOME = Path("~/.bosun")
+PRUNE_MODES = ("cache_ttl", "conservative", "balanced", "aggressive")
+# BOSUN_POLICIES and BOSUN_ROOTS: ";" everywhere, and ":" too on POSIX (os.pathsep)
+LIST_SEPARATOR = re.compile("[;" + re.escape(os.pathsep) + "]")
+T = TypeVar("T")
 
 
-def _env_path(name: str, default: Path) -> Path:
-    value = os.environ.get(name, "").strip()
-    return Path(value).expanduser() if value else default
+class ConfigError(BosunError):
+    """A ``BOSUN_*`` variable holds a value bosun cannot use."""
+
+    def __init__(self, variable: str, value: str, accepts: str) -> None:
+        self.variable = variable
+        super().__init__(f"{variable}={value!r} is not valid: {accepts}")
 
 
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return int(value)
-    except ValueError as exc:
-        raise SystemExit(f"{name}={value!r} is not an integer") from exc
+def default_home() -> Path:
+    return DEFAULT_HOME.expanduser()
 
 
 @dataclass
 class Config:
-    """Everything the Engine needs to start."""
+    """Everything the Engine and the transports need."""
 
-    home: Path = field(default_factory=lambda: _env_path("BOSUN_HOME", Path("~/.bosun").expanduser()))
-    model_name: str = field(default_factory=lambda: os.environ.get("BOSUN_MODEL", "").strip())
-    model_dir: Path | None = field(
-        default_factory=lambda: Path(os.environ["BOSUN_MODEL_DIR"]).expanduser()
-        if os.environ.get("BOSUN_MODEL_DIR", "").strip()
-        else None
-    )
-    model_threads: int = field(default_factory=lambda: _env_int("BOSUN_MODEL_THREADS", 1))
-    model_timeout_s: float = field(default_factory=lambda: float(_env_int("BOSUN_MODEL_TIMEOUT_S", 120)))
-    host: str = field(default_factory=lambda: os.environ.get("BOSUN_HOST", DEFAULT_HOST))
-    port: int = field(default_factory=lambda: _env_int("BOSUN_PORT", DEFAULT_PORT))
-    token: str | None = field(default_factory=lambda: os.environ.get("BOSUN_TOKEN") or None)
-    tools: list[str] = field(
-        default_factory=lambda: [t.strip() for t in os.environ.get("BOSUN_TOOLS", "").split(",") if t.strip()]
-    )
-    policies: list[Path] = field(
-        default_factory=lambda: [
-            Path(p).expanduser() for p in os.environ.get("BOSUN_POLICIES", "").split(":") if p.strip()
-        ]
-    )
-
+    home: Path = field(default_factory=default_home)
+    model_name: str = ""  # BOSUN_MODEL: a fastembed name ("" = the embedded model)
+    model_dir: Path | None = None  # BOSUN_MODEL_DIR
+    model_threads: int = 1  # BOSUN_MODEL_THREADS
+    model_timeout_s: float = 120.0  # BOSUN_MODEL_TIMEOUT_S
+    host: str = DEFAULT_HOST  # BOSUN_HOST
+    port: int = DEFAULT_PORT  # BOSUN_PORT
+    token: str | None = None  # BOSUN_TOKEN
+    tools: list[str] = field(default_factory=list)  # BOSUN_TOOLS
+    policies: list[Path] = field(default_factory=list)  # BOSUN_POLICIES
     # offloading (observe / recall / checkpoint)
-    roots: list[Path] = field(  # files observe(kind="file") may read; empty = none
-        default_factory=lambda: [
-            Path(p).expanduser() for p in os.environ.get("BOSUN_ROOTS", "").split(":") if p.strip()
-        ]
-    )
-    max_payload_bytes: int = field(default_factory=lambda: _env_int("BOSUN_MAX_PAYLOAD_BYTES", 16 * 1024 * 1024))
-    max_file_bytes: int = field(default_factory=lambda: _env_int("BOSUN_MAX_FILE_BYTES", 8 * 1024 * 1024))
-    prune_mode: str = field(default_factory=lambda: os.environ.get("BOSUN_PRUNE_MODE", "cache_ttl").strip())
-    redact_disable: list[str] = field(
-        default_factory=lambda: [r for r in os.environ.get("BOSUN_REDACT_DISABLE", "").split(",") if r.strip()]
-    )
-    redact_extra: list[str] = field(  # extra secret shapes, "name=regex" separated by newlines
-        default_factory=lambda: [r for r in os.environ.get("BOSUN_REDACT_EXTRA", "").split("\n") if r.strip()]
-    )
-    prices: str = field(  # USD per million input tokens: "default=3.0,gpt-4o=2.5"
-        default_factory=lambda: os.environ.get("BOSUN_PRICES", "").strip()
-    )
-    price_model: str = field(default_factory=lambda: os.environ.get("BOSUN_PRICE_MODEL", "default").strip())
+    roots: list[Path] = field(default_factory=list)  # BOSUN_ROOTS: files observe(kind="file") may read
+    max_payload_bytes: int = 16 * 1024 * 1024  # BOSUN_MAX_PAYLOAD_BYTES
+    max_file_bytes: int = 8 * 1024 * 1024  # BOSUN_MAX_FILE_BYTES
+    prune_mode: str = "cache_ttl"  # BOSUN_PRUNE_MODE
+    redact_disable: list[str] = field(default_factory=list)  # BOSUN_REDACT_DISABLE
+    redact_extra: list[str] = field(default_factory=list)  # BOSUN_REDACT_EXTRA: "name=regex" lines
+    prices: str = ""  # BOSUN_PRICES: USD per million input tokens, "default=3.0,gpt-4o=2.5"
+    price_model: str = "default"  # BOSUN_PRICE_MODEL
+    invariants: Path | None = None  # BOSUN_INVARIANTS: the invariants file (default: see invariants_path)
 
     @property
     def db_path(self) -> Path:
         return self.home / "bosun.db"
+
+    @property
+    def invariants_path(self) -> Path:
+        """Where the invariants file is looked for: BOSUN_INVARIANTS, else the first root's
+        ``.bosun/invariants.toml``, else ``$BOSUN_HOME/invariants.toml``."""
+        if self.invariants is not None:
+            return self.invariants
+        if self.roots:
+            return self.roots[0] / ".bosun" / "invariants.toml"
+        return self.home / "invariants.toml"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Config:
+        """The configuration of this process: defaults, then ``BOSUN_*``, then ``overrides`` (CLI flags)."""
+        env = os.environ if env is None else env
+        read = _Reader(env)
+        values: dict[str, Any] = {
+            "home": read.path("BOSUN_HOME") or default_home(),
+            "model_name": read.text("BOSUN_MODEL", ""),
+            "model_dir": read.path("BOSUN_MODEL_DIR"),
+            "model_threads": read.number("BOSUN_MODEL_THREADS", 1, int, minimum=1),
+            "model_timeout_s": read.number("BOSUN_MODEL_TIMEOUT_S", 120.0, float, minimum=1),
+            "host": read.text("BOSUN_HOST", DEFAULT_HOST),
+            "port": read.number("BOSUN_PORT", DEFAULT_PORT, int, minimum=0, maximum=65535),
+            "token": read.text("BOSUN_TOKEN", "") or None,
+            "tools": read.items("BOSUN_TOOLS", ","),
+            "policies": [Path(p).expanduser() for p in read.items("BOSUN_POLICIES", LIST_SEPARATOR)],
+            "roots": [Path(p).expanduser() for p in read.items("BOSUN_ROOTS", LIST_SEPARATOR)],
+            "max_payload_bytes": read.number("BOSUN_MAX_PAYLOAD_BYTES", 16 * 1024 * 1024, int, minimum=1024),
+            "max_file_bytes": read.number("BOSUN_MAX_FILE_BYTES", 8 * 1024 * 1024, int, minimum=1024),
+            "prune_mode": read.choice("BOSUN_PRUNE_MODE", "cache_ttl", PRUNE_MODES),
+            "redact_disable": read.items("BOSUN_REDACT_DISABLE", ","),
+            "redact_extra": read.items("BOSUN_REDACT_EXTRA", "\n"),
+            "prices": read.text("BOSUN_PRICES", ""),
+            "price_model": read.text("BOSUN_PRICE_MODEL", "default") or "default",
+            "invariants": read.path("BOSUN_INVARIANTS"),
+        }
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise TypeError(f"unknown Config fields {unknown}")
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+class _Reader:
+    """Typed reads of one environment, each failure naming its variable."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+
+    def text(self, name: str, default: str) -> str:
+        value = self.env.get(name, "").strip()
+        return value or default
+
+    def path(self, name: str) -> Path | None:
+        value = self.env.get(name, "").strip()
+        return Path(value).expanduser() if value else None
+
+    def items(self, name: str, separator: str | re.Pattern[str]) -> list[str]:
+        raw = self.env.get(name, "")
+        parts = separator.split(raw) if isinstance(separator, re.Pattern) else raw.split(separator)
+        return [part.strip() for part in parts if part.strip()]
+
+    def choice(self, name: str, default: str, allowed: tuple[str, ...]) -> str:
+        value = self.text(name, default)
+        if value not in allowed:
+            raise ConfigError(name, value, "one of " + ", ".join(allowed))
+        return value
+
+    def number(self, name: str, default: T, kind: Callable[[str], T], minimum: float | None = None,
+               maximum: float | None = None) -> T:
+        raw = self.env.get(name, "").strip()
+        if not raw:
+            return default
+        bounds = " ".join(p for p in (f">= {minimum:g}" if minimum is not None else "",
+                                      f"<= {maximum:g}" if maximum is not None else "") if p)
+        accepts = f"{'an integer' if kind is int else 'a number'}{' ' + bounds if bounds else ''}"
+        try:
+            value = kind(raw)
+        except ValueError as exc:
+            raise ConfigError(name, raw, accepts) from exc
+        number = float(value)  # type: ignore[arg-type]
+        if (minimum is not None and number < minimum) or (maximum is not None and number > maximum):
+            raise ConfigError(name, raw, accepts)
+        return value

@@ -66,7 +66,7 @@ class Engine:
     """Holds the warm state; created once per process, opened by the first transport."""
 
     def __init__(self, config: Config | None = None, embedder_factory: EmbedderFactory | None = None) -> None:
-        self.config = config or Config()
+        self.config = config or Config.from_env()
         self._embedder_factory = embedder_factory or default_embedder_factory
         self.started_at = time.time()
         self.db: aiosqlite.Connection | None = None

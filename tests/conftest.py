@@ -40,7 +40,8 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def config(home: Path) -> Config:
-    return Config(home=home, policies=[])
+    """The environment's configuration (tests set BOSUN_* with monkeypatch) on a temp home."""
+    return Config.from_env(home=home, policies=[])
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(NODE is None, reason="node is not on PATH")
 FAKE = """#!{python}
 import json, os, signal, sys, time
 log = {log!r}
-if sys.argv[1:2] == ["-c"] or sys.argv[1:] == ["--version"]:
+if "-c" in sys.argv[1:3] or sys.argv[1:] == ["--version"]:
     sys.exit(int(os.environ.get("FAKE_PROBE_EXIT", "0")))  # the launcher's capability probes
 def on_term(signum, frame):
     with open(log + ".signal", "w") as fh:
@@ -78,7 +78,9 @@ def test_versions_are_pinned_together() -> None:
     package = json.loads((ROOT / "npm" / "package.json").read_text())
     pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
     assert package["name"] == "bosun-mcp" == pyproject["project"]["name"]
-    assert package["version"] == pyproject["project"]["version"] == bosun.__version__
+    assert pyproject["project"]["dynamic"] == ["version"]  # written once, in bosun/__init__.py
+    assert pyproject["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "bosun.__version__"}
+    assert package["version"] == bosun.__version__
     assert package["bin"] == {"bosun-mcp": "bin/bosun-mcp.js"}
     assert "bosun-mcp==${VERSION}" in LAUNCHER.read_text()
 
@@ -88,7 +90,7 @@ def test_bosun_python_runs_bosun_stdio_and_passes_args(tmp_path: Path) -> None:
     fake = make_fake(tmp_path / "fakepython", log)
     env = {**base_env(tmp_path / "empty"), "BOSUN_PYTHON": str(fake), "FAKE_EXIT": "7"}
     result = run_launcher(env, ["--standalone"])
-    assert json.loads(log.read_text())["argv"] == ["-m", "bosun", "stdio", "--standalone"]
+    assert json.loads(log.read_text())["argv"] == ["-P", "-m", "bosun", "stdio", "--standalone"]
     assert result.returncode == 7  # the child's exit code comes back unchanged
     assert result.stdout == "ping\n"  # only the child's bytes: the launcher adds nothing to stdout
     assert "BOSUN_PYTHON" in result.stderr
@@ -115,7 +117,7 @@ def test_falls_back_to_a_python_with_bosun(tmp_path: Path) -> None:
     make_fake(bindir / "python3", log)
     result = run_launcher(base_env(bindir))
     assert result.returncode == 0, result.stderr
-    assert json.loads(log.read_text()) == {"argv": ["-m", "bosun", "stdio"], "name": "python3"}
+    assert json.loads(log.read_text()) == {"argv": ["-P", "-m", "bosun", "stdio"], "name": "python3"}
     assert result.stdout == "ping\n"
 
 

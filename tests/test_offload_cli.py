@@ -11,6 +11,7 @@ import pytest
 
 from bosun.server.cli import build_parser
 from bosun.server.commands.observe import open_engine
+from bosun.server.config import Config
 
 TEST_LOG = "".join(f"tests/test_x.py::test_{i} PASSED\n" for i in range(400)) + (
     "FAILED tests/test_x.py::test_9 - AssertionError: 1 != 2\n===== 1 failed, 400 passed in 3.2s =====\n"
@@ -19,7 +20,7 @@ TEST_LOG = "".join(f"tests/test_x.py::test_{i} PASSED\n" for i in range(400)) + 
 
 def _task(home: Path) -> str:
     async def start() -> str:
-        engine = await open_engine(home)
+        engine = await open_engine(Config(home=home))
         try:
             return (await engine.tasks.start(objective="cli")).task_id
         finally:

@@ -202,3 +202,20 @@ def test_bosun_tools_on_the_daemon_rejects_unknown_names(tmp_path: Path) -> None
     res = subprocess.run([*BOSUN, "serve", "--port", "0", "--home", str(home)],
                          env=env_for(home, BOSUN_TOOLS="recall,nonsense"), capture_output=True, timeout=60)
     assert res.returncode == 2 and b"nonsense" in res.stderr
+
+
+async def test_a_folder_named_bosun_in_the_working_directory_does_not_shadow_the_daemon(tmp_path: Path) -> None:
+    """A host that starts ``bosun stdio`` from the parent of a clone named bosun still gets a daemon."""
+    home, cwd = tmp_path / "home", tmp_path / "work"
+    (cwd / "bosun").mkdir(parents=True)
+    (cwd / "bosun" / "__init__.py").write_text("raise SystemExit('the shadowing folder was imported')\n")
+    script = str(Path(BOSUN[0]).parent / "bosun")  # the console script a host runs
+    params = StdioServerParameters(command=script, args=["stdio"], env=env_for(home), cwd=str(cwd))
+    try:
+        async with Client(params) as client:
+            res = await client.call_tool("recall", {"ref": MISSING_REF})
+            assert res.is_error and "not found" in res.content[0].text
+        assert len(serve_pids(home)) == 1
+    finally:
+        for pid in serve_pids(home):
+            stop(pid)

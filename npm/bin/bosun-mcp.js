@@ -17,6 +17,7 @@ const PYPI_SPEC = `bosun-mcp==${VERSION}`;
 const args = process.argv.slice(2);
 const isWin = process.platform === "win32";
 const PY_CHECK = [
+  "-P",
   "-c",
   "import importlib.util, sys; sys.exit(0 if sys.version_info >= (3, 11) and importlib.util.find_spec('bosun.server.cli') else 1)",
 ];
@@ -32,10 +33,10 @@ function works(cmd, cmdArgs) {
 
 function resolve() {
   const explicit = (process.env.BOSUN_PYTHON || "").trim();
-  if (explicit) return [explicit, ["-m", "bosun", "stdio", ...args], "BOSUN_PYTHON"];
+  if (explicit) return [explicit, ["-P", "-m", "bosun", "stdio", ...args], "BOSUN_PYTHON"];
   if (works("uvx", ["--version"])) return ["uvx", ["--from", PYPI_SPEC, "bosun-mcp", ...args], "uvx"];
   for (const py of isWin ? ["py", "python"] : ["python3", "python"]) {
-    if (works(py, PY_CHECK)) return [py, ["-m", "bosun", "stdio", ...args], py];
+    if (works(py, PY_CHECK)) return [py, ["-P", "-m", "bosun", "stdio", ...args], py];
   }
   return null;
 }

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from bosun.server.commands import config_of
+
 NAME = "hook"
 HELP = "harness hooks: `bosun hook claude-code` (UserPromptSubmit: route the prompt via the running daemon)"
 
@@ -34,8 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _home(args: argparse.Namespace) -> Path:
-    value = getattr(args, "home", None) or os.environ.get("BOSUN_HOME", "").strip()
-    return Path(value).expanduser() if value else Path("~/.bosun").expanduser()
+    return config_of(args).home
 
 
 def route_url(daemon_url: str) -> str:

@@ -14,6 +14,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bosun.server.commands import config_of
+
 NAME = "invariants"
 HELP = "check or extend the precheck guard rails (.bosun/invariants.toml)"
 
@@ -40,20 +42,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     path.add_argument("--home", help="state directory (default $BOSUN_HOME or ~/.bosun)")
 
 
-def _home(args: argparse.Namespace) -> Path:
-    if getattr(args, "home", None):
-        return Path(args.home).expanduser()
-    value = os.environ.get("BOSUN_HOME", "").strip()
-    return Path(value).expanduser() if value else Path("~/.bosun").expanduser()
-
-
 def run(args: argparse.Namespace) -> int:
     from bosun.core.errors import BosunError
     from bosun.core.guard.invariants import parse_rules
-    from bosun.server.services.precheck import invariants_path
 
     if args.action == "path":
-        print(invariants_path(_home(args)))
+        print(config_of(args).invariants_path)
         return 0
     if args.action == "check":
         path = Path(args.file)
@@ -77,9 +71,8 @@ def _add(args: argparse.Namespace) -> int:
 
     from bosun.core.errors import BosunError
     from bosun.core.guard.invariants import Rule, parse_rules
-    from bosun.server.services.precheck import invariants_path
 
-    path = Path(args.file).expanduser() if args.file else invariants_path(_home(args))
+    path = Path(args.file).expanduser() if args.file else config_of(args).invariants_path
     arg_patterns: list[tuple[str, str]] = []
     for item in args.arg or ():
         name, sep, pattern = item.partition("=")

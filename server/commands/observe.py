@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-from pathlib import Path
 from typing import Any
+
+from bosun.server.commands import config_of
+from bosun.server.config import Config
 
 NAME = "observe"
 HELP = "offload a piped command output into a task (prints it back, or its stub when large)"
@@ -31,24 +32,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--home", help="state directory (default $BOSUN_HOME or ~/.bosun)")
 
 
-def home_of(args: argparse.Namespace) -> Path:
-    return Path(args.home or os.environ.get("BOSUN_HOME") or Path("~/.bosun")).expanduser()
-
-
-async def open_engine(home: Path) -> Any:
-    """An Engine on ``home`` without the embedding model (offloading never needs it)."""
+async def open_engine(config: Config) -> Any:
+    """An Engine on ``config`` without the embedding model (offloading never needs it)."""
     from bosun.core.embedding import HashEmbedder
-    from bosun.server.config import Config
     from bosun.server.engine import Engine
 
-    engine = Engine(Config(home=home), embedder_factory=lambda _c: HashEmbedder(8))
+    engine = Engine(config, embedder_factory=lambda _c: HashEmbedder(8))
     await engine.open(watch_policies=False)
     return engine
 
 
 async def _observe(args: argparse.Namespace, text: str) -> dict[str, Any]:
 
-    engine = await open_engine(home_of(args))
+    engine = await open_engine(config_of(args))
     try:
         svc = engine.observe
         cmd_args: dict[str, Any] = {"command": args.command} if args.command else {}

@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 async def _recall(args: argparse.Namespace) -> str:
-    from bosun.server.commands.observe import home_of, open_engine
+    from bosun.server.commands import config_of
+    from bosun.server.commands.observe import open_engine
 
     where: Any = None
     if args.where:
@@ -49,7 +50,7 @@ async def _recall(args: argparse.Namespace) -> str:
 
             raise InvalidInput("where", f"not JSON: {exc}", '\'{"field.path": "value"}\'') from exc
     fields = [f.strip() for f in args.fields.split(",") if f.strip()] if args.fields else None
-    engine = await open_engine(home_of(args))
+    engine = await open_engine(config_of(args))
     try:
         _, text = await engine.recall.recall(
             args.ref, args.op, args.task, lines=args.lines, start=args.start, end=args.end, unit=args.unit,

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     from bosun.core.errors import BosunError
     from bosun.core.selection.select import Params
-    from bosun.server.config import Config
+    from bosun.server.commands import config_of
     from bosun.server.engine import Engine
     from bosun.server.services.select import run_selection, to_result
 
@@ -89,9 +89,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     budget = args.budget if args.budget is not None else req.get("budget", req.get("budget_tokens", 2000))
     strategy = args.strategy or req.get("strategy") or "hybrid"
-    config = Config()
-    if args.home:
-        config.home = Path(args.home).expanduser()
+    config = config_of(args)
 
     strategies = [strategy] + ([s for s in ("psi0", "baseline") if s != strategy] if args.compare else [])
 

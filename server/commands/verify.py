@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -87,7 +86,9 @@ async def verify_task(db_path: Path, task_id: str) -> tuple[int, dict[str, Any]]
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    home = Path(args.home or os.environ.get("BOSUN_HOME") or Path("~/.bosun")).expanduser()
+    from bosun.server.commands import config_of
+
+    home = config_of(args).home
     code, out = asyncio.run(verify_task(home / "bosun.db", args.task))
     print(json.dumps(out, sort_keys=False))
     if code == 2:

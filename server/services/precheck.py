@@ -17,8 +17,6 @@ error is reported in every precheck answer until the file is fixed.
 from __future__ import annotations
 
 import logging
-import os
-import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,18 +41,6 @@ if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
 MAX_TASKS = 256  # loop guards kept warm (LRU); an evicted task is rebuilt from its journal
-
-
-def invariants_path(home: Path, env: dict[str, str] | None = None) -> Path:
-    """Where the invariants file is looked for (see the module docstring)."""
-    env = dict(os.environ) if env is None else env
-    explicit = env.get("BOSUN_INVARIANTS", "").strip()
-    if explicit:
-        return Path(explicit).expanduser()
-    roots = [r for r in re.split(r"[;" + re.escape(os.pathsep) + "]", env.get("BOSUN_ROOTS", "")) if r.strip()]
-    if roots:
-        return Path(roots[0].strip()).expanduser() / ".bosun" / "invariants.toml"
-    return home / "invariants.toml"
 
 
 class InvariantsFile:
@@ -111,7 +97,7 @@ class PrecheckService:
         self.tasks = tasks
         self.ledger = ledger
         self.policy = policy or LoopPolicy()
-        self.invariants = InvariantsFile(invariants_path(engine.config.home))
+        self.invariants = InvariantsFile(engine.config.invariants_path)
         # observe hashes args after redaction; precheck must identify calls the same way
         self.redactor = redactor
         self._guards: OrderedDict[str, _TaskGuard] = OrderedDict()

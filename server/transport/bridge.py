@@ -97,7 +97,9 @@ def ensure_daemon(home: Path, extra_args: list[str] | None = None, start: bool =
 
 def _spawn(home: Path, extra_args: list[str]) -> dict[str, Any]:
     port = os.environ.get("BOSUN_PORT", "").strip() or "0"
-    cmd = [sys.executable, "-m", "bosun", "serve", "--home", str(home), "--port", port, *extra_args]
+    # -P: the working directory is not put on sys.path, so a folder named "bosun" there
+    # (a clone, seen from its parent) cannot shadow the installed package
+    cmd = [sys.executable, "-P", "-m", "bosun", "serve", "--home", str(home), "--port", port, *extra_args]
     log_path = home / LOG_FILE
     # the daemon is shared by every harness: one host's tool filter must not narrow it for all
     env = {k: v for k, v in os.environ.items() if k != "BOSUN_TOOLS"}
