@@ -15,6 +15,10 @@ descriptions per document so every surface is distinct) it measures:
   MCP tool call.
 
     python bench/route_speed.py [--sizes 15,200,1000] [--queries 40]
+    python bench/route_speed.py --cpu [--sizes 1000,10000]   # core route CPU, hash embedder, no model
+
+``--cpu`` times ``route()`` alone (scoring + decision, the prompt vector given) with a 384-dimensional
+hash embedder, as the thread's CPU time (``time.thread_time``): what a route costs besides the model.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from mcp import Client
@@ -50,6 +55,55 @@ def synth_corpus(root: Path, n: int) -> None:
             surface, name = f"{a.surface} Also: {b.surface}", f"{a.name}-{b.name}-{i}"
         safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:100]
         (root / f"{safe}.md").write_text(f"# {safe}\n\n**Agent-trigger:** {surface}\n")
+
+
+def synth_policies(n: int) -> list[Any]:
+    """The documents of ``synth_corpus`` as parsed policies (for the in-process CPU bench)."""
+    from bosun.core.routing.corpus import parse_policy
+
+    docs = metatool_docs()
+    out = []
+    for i in range(n):
+        a = docs[i % len(docs)]
+        if i < len(docs):
+            surface, name = a.surface, a.name
+        else:
+            b = docs[(i * 7 + 3) % len(docs)]
+            surface, name = f"{a.surface} Also: {b.surface}", f"{a.name}-{b.name}-{i}"
+        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:100]
+        pol = parse_policy(f"{safe}.md", f"# {safe}\n\n**Agent-trigger:** {surface}\n")
+        assert pol is not None
+        out.append(pol)
+    return out
+
+
+def cpu_bench(sizes: list[int], nq: int) -> None:
+    from threadpoolctl import threadpool_limits
+
+    from bosun.core.embedding import HashEmbedder
+    from bosun.core.routing.abstain import SHIPPED
+    from bosun.core.routing.route import build_index_with, route
+
+    emb = HashEmbedder(384)
+    qs = [q["query"] for q in metatool_queries() if q["kind"] == "single"][::37][:nq]
+    qvecs = emb.embed(qs)
+    print("| docs | build s | route CPU p50 ms | route CPU p90 ms |")
+    print("|---:|---:|---:|---:|")
+    for n in sizes:
+        pols = synth_policies(n)
+        t0 = time.perf_counter()
+        index = build_index_with(pols, emb)
+        build = time.perf_counter() - t0
+        times = []
+        with threadpool_limits(limits=1, user_api="blas"):  # as PolicyService.route runs it
+            for rep in range(3):
+                for q, v in zip(qs, qvecs, strict=True):
+                    t0 = time.thread_time()
+                    route(index, q, v, SHIPPED)
+                    if rep:
+                        times.append(time.thread_time() - t0)
+        times.sort()
+        print(f"| {n} | {build:.2f} | {med(times) * 1000:.2f} | {times[int(len(times) * 0.9)] * 1000:.2f} |", flush=True)
 
 
 def med(xs: list[float]) -> float:
@@ -139,7 +193,11 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="15,200,1000,6000")
     ap.add_argument("--queries", type=int, default=40)
+    ap.add_argument("--cpu", action="store_true", help="time route() alone with a hash embedder")
     args = ap.parse_args()
+    if args.cpu:
+        cpu_bench([int(s) for s in args.sizes.split(",")], args.queries)
+        return 0
     asyncio.run(main_async([int(s) for s in args.sizes.split(",")], args.queries))
     return 0
 

@@ -19,6 +19,7 @@ content words that matched the surface, and the nearest surface phrase.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -87,6 +88,12 @@ ABBREVIATIONS = {
 
 def content_words(text: str) -> list[tuple[str, str]]:
     """(original word, stem) pairs for the words that carry topic (shorthand expanded)."""
+    return list(_content_words(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _content_words(text: str) -> tuple[tuple[str, str], ...]:
+    """content_words, memoised: one route analyses the same prompt for five lists (~0.4 ms at 10,000 docs)."""
     out = []
     for m in _WORD.finditer(text.lower()):
         word = m.group(0).replace("'", "")
@@ -96,7 +103,7 @@ def content_words(text: str) -> list[tuple[str, str]]:
         for full in ABBREVIATIONS.get(word, ()):
             if full != word and full not in STOP_WORDS:
                 out.append((word, stem(full)))
-    return out
+    return tuple(out)
 
 
 def analyze(text: str) -> list[str]:
@@ -211,19 +218,40 @@ class Rows:
             best[self.docs] = np.maximum.reduceat(row_scores, self.starts)
         return best
 
-    def best(self, qvec: npt.NDArray[np.float32], n_docs: int) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.int64]]:
-        """Per doc: the best row cosine (0 for docs without rows) and that row's index (-1)."""
+    def best(self, qvec: npt.NDArray[np.float32], n_docs: int,
+             candidates: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.float32]:
+        """Per doc: the best row cosine (0 for docs without rows).
+
+        ``candidates`` (doc indices) restricts the product to those documents' rows: the first stage
+        of a large corpus; other documents get 0.
+        """
         best = np.zeros(n_docs, np.float32)
-        which = np.full(n_docs, -1, np.int64)
         if self.vecs.shape[0] == 0:
-            return best, which
-        sims = self.vecs @ qvec.astype(np.float32).ravel()
-        per = np.maximum.reduceat(sims, self.starts)
-        best[self.docs] = per
-        rows = np.flatnonzero(sims >= best[self.owner] - 1e-7)
-        owners = self.owner[rows]
-        which[owners[::-1]] = rows[::-1]
-        return best, which
+            return best
+        q = qvec.astype(np.float32).ravel()
+        if candidates is None:
+            best[self.docs] = np.maximum.reduceat(self.vecs @ q, self.starts)
+            return best
+        pos = np.searchsorted(self.docs, candidates)
+        pos = pos[(pos < len(self.docs)) & (self.docs[np.minimum(pos, len(self.docs) - 1)] == candidates)]
+        if pos.size == 0:
+            return best
+        lo = self.starts[pos]
+        hi = np.append(self.starts, len(self.text))[pos + 1]
+        counts = hi - lo
+        rows = np.repeat(lo - np.cumsum(np.append(0, counts[:-1])), counts) + np.arange(int(counts.sum()))
+        offsets = np.append(0, np.cumsum(counts)[:-1])
+        best[self.docs[pos]] = np.maximum.reduceat(self.vecs[rows] @ q, offsets)
+        return best
+
+    def nearest(self, qvec: npt.NDArray[np.float32], doc: int) -> int:
+        """The row of ``doc`` closest to the prompt (-1 when the doc has none): evidence for one hit."""
+        i = int(np.searchsorted(self.docs, doc))
+        if i >= len(self.docs) or int(self.docs[i]) != doc:
+            return -1
+        lo = int(self.starts[i])
+        hi = int(self.starts[i + 1]) if i + 1 < len(self.starts) else len(self.text)
+        return lo + int(np.argmax(self.vecs[lo:hi] @ qvec.astype(np.float32).ravel()))
 
 
 def _fit_tfidf(docs: list[str]) -> tuple[TfidfVectorizer | None, Any]:
@@ -256,6 +284,7 @@ class PolicyIndex:
     bg_vecs: npt.NDArray[np.float32] | None = None  # the background prompts themselves [n_background, dim]
     bg_texts: list[str] = field(default_factory=list)  # the prompts of bg_vecs, in order
     calibration: SelfCalibration | None = None  # the decision fitted to this corpus (see calibrate.py)
+    surface_matrix: Vectors | None = None  # [n_docs, dim] whole-surface vectors, built once (surface_vectors)
     by_name: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -265,8 +294,14 @@ class PolicyIndex:
         return len(self.policies)
 
     def surface_vectors(self) -> Vectors:
-        """One vector per document: its whole routing surface."""
-        return self.phrases.vecs[self.phrases.starts] if len(self) else self.phrases.vecs
+        """One vector per document: its whole routing surface (a contiguous copy made once per build)."""
+        if self.surface_matrix is None:
+            n = len(self)
+            mat = np.zeros((n, self.phrases.vecs.shape[1]), np.float32)
+            if self.phrases.vecs.shape[0]:
+                mat[self.phrases.docs] = self.phrases.vecs[self.phrases.starts]
+            self.surface_matrix = np.ascontiguousarray(mat)
+        return self.surface_matrix
 
 
 def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.float32]], model_id: str,
@@ -345,8 +380,7 @@ class Scores:
     semantic: npt.NDArray[np.float32]  # surface cosine: mean of whole-surface and best-phrase cosines
     body_lexical: npt.NDArray[np.float32]  # whole-body TF-IDF cosine (a decision feature)
     body_semantic: npt.NDArray[np.float32]  # best body chunk cosine
-    nearest_phrase: npt.NDArray[np.int64]  # phrase row of each doc's best phrase
-    nearest_chunk: npt.NDArray[np.int64]
+    qvec: npt.NDArray[np.float32] | None  # the prompt's vector (evidence for a hit is computed on demand)
     fused: npt.NDArray[np.float64]  # reciprocal-rank fusion
     order: npt.NDArray[np.int64]  # doc indices by fused score, best first
     bg_z: npt.NDArray[np.float32] | None = None  # semantic z against each document's own background
@@ -377,7 +411,11 @@ def _tfidf_scores(vectorizer: TfidfVectorizer | None, matrix: Any, prompt: str, 
     weights = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) * idf[cols]
     weights /= np.linalg.norm(weights)
     csc = matrix[1]
-    return np.asarray(csc[:, cols] @ weights, dtype=np.float32).ravel()
+    out = np.zeros(n, np.float32)
+    for col, weight in zip(cols.tolist(), weights.tolist(), strict=True):
+        lo, hi = csc.indptr[col], csc.indptr[col + 1]  # a column slice without scipy's indexing (~30 us each)
+        out[csc.indices[lo:hi]] += (csc.data[lo:hi] * weight).astype(np.float32)
+    return out
 
 
 def lexical_scores(index: PolicyIndex, prompt: str) -> npt.NDArray[np.float32]:
@@ -444,13 +482,33 @@ def zfuse(lex: npt.NDArray[np.float32] | None, clex: npt.NDArray[np.float32] | N
 PHRASE_MIX = 0.5  # semantic score = mix of best-phrase and whole-surface cosine
 
 
+EXACT_DOCS = 2000  # past this many documents, phrases and body chunks are scored for first-stage candidates only
+FIRST_STAGE = 128  # candidates per first-stage list (whole-surface cosine, surface and body TF-IDF)
+ORDER_DEPTH = 32  # the ranking is sorted this deep (candidates, evidence and benches read at most 10)
+
+
+def first_stage(whole: npt.NDArray[np.float32], lex: npt.NDArray[np.float32],
+                clex: npt.NDArray[np.float32]) -> npt.NDArray[np.int64]:
+    """Candidate documents of a large corpus: the best by whole-surface cosine and by each lexical list.
+
+    The phrase and body-chunk products (several rows per document) are then computed for these only:
+    at 10,000 documents that is ~400 documents' rows instead of ~40,000 rows.
+    """
+    picks = [np.argpartition(-whole, FIRST_STAGE)[:FIRST_STAGE]]
+    for scores in (lex, clex):
+        hit = np.flatnonzero(scores > 0)
+        if hit.size > FIRST_STAGE:
+            hit = hit[np.argpartition(-scores[hit], FIRST_STAGE)[:FIRST_STAGE]]
+        picks.append(hit)
+    return np.unique(np.concatenate(picks)).astype(np.int64)
+
+
 def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None, k: int = RRF_K,
           use_lexical: bool = True, use_semantic: bool = True, body_weight: float = BODY_WEIGHT,
           lexical_weight: float = LEXICAL_WEIGHT) -> Scores:
     """Score every document; ``qvec`` None (or use_semantic False) is lexical-only."""
     n = len(index)
     zeros = np.zeros(n, np.float32)
-    none = np.full(n, -1, np.int64)
     lex = lexical_scores(index, prompt) if use_lexical else zeros
     blex = _tfidf_scores(index.body_vectorizer, index.body_matrix, prompt, n) if use_lexical else zeros
     clex = index.chunks.best_of(
@@ -459,16 +517,20 @@ def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     semantic = qvec is not None and use_semantic
     if semantic:
         assert qvec is not None
-        best, nearest = index.phrases.best(qvec, n)
         whole = index.surface_vectors() @ qvec.astype(np.float32).ravel() if n else zeros
+        cands = first_stage(whole, lex, clex) if n > EXACT_DOCS else None
+        best = index.phrases.best(qvec, n, cands)
+        if cands is not None:
+            best = np.maximum(best, whole)  # outside the first stage a document's best phrase is its surface
         sem = (PHRASE_MIX * best + (1.0 - PHRASE_MIX) * whole).astype(np.float32)
-        bsem, nchunk = index.chunks.best(qvec, n)
+        bsem = index.chunks.best(qvec, n, cands)
     else:
-        sem, nearest, bsem, nchunk = zeros, none, zeros, none
+        sem, bsem = zeros, zeros
     fused = zfuse(lex if use_lexical else None, clex if use_lexical else None,
                   sem if semantic else None, bsem if semantic else None,
                   index.chunks.docs, body_weight, lexical_weight)
-    order = np.lexsort((-lex.astype(np.float64), -sem.astype(np.float64), -fused)).astype(np.int64)
+    top = np.argpartition(-fused, ORDER_DEPTH - 1)[:ORDER_DEPTH] if n > ORDER_DEPTH else np.arange(n)
+    order = top[np.lexsort((-lex[top].astype(np.float64), -sem[top].astype(np.float64), -fused[top]))].astype(np.int64)
     bg_z = None
     if semantic and index.bg_mean is not None and index.bg_sd is not None:
         bg_z = ((sem - index.bg_mean) / index.bg_sd).astype(np.float32)
@@ -478,7 +540,8 @@ def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
         bg_near = float((index.bg_vecs @ qvec.astype(np.float32).ravel()).max())
     words, body_words = matched_counts_pair(index, prompt) if use_lexical else (zeros, zeros)
     mention = mention_only(index, prompt) if use_lexical else None
-    return Scores(lex, sem, blex, bsem, nearest, nchunk, fused, order, bg_z, words, bg_near, mention, body_words)
+    return Scores(lex, sem, blex, bsem, qvec if semantic else None, fused, order, bg_z, words, bg_near, mention,
+                  body_words)
 
 
 # text in quotation marks is mentioned, not used: "Translate 'rate limit' into German" asks about words,
@@ -597,7 +660,9 @@ def matched_words(index: PolicyIndex, doc: int, prompt: str, limit: int = 6) -> 
 
 
 def nearest_phrase(index: PolicyIndex, scores: Scores, doc: int) -> str:
-    row = int(scores.nearest_phrase[doc])
+    if scores.qvec is None:
+        return ""
+    row = index.phrases.nearest(scores.qvec, doc)
     return index.phrases.text[row] if row >= 0 else ""
 
 
