@@ -147,11 +147,15 @@ def scan_corpus(dirs: list[Path]) -> Scan:
 
 @dataclass
 class BuildPlan:
-    """What one build embeds: surface phrases first (enough to route), then body chunks."""
+    """What one build embeds, in the order that gets routing answering soonest.
+
+    ``first``: each document's whole routing surface (one text per document: enough to rank and
+    decide); ``rest``: the surface's phrases, the title and the body chunks.
+    """
 
     scan: Scan
-    surfaces: list[str]
-    bodies: list[str]
+    first: list[str]
+    rest: list[str]
 
 
 def _plan(dirs: list[Path]) -> BuildPlan:
@@ -162,10 +166,11 @@ def _plan(dirs: list[Path]) -> BuildPlan:
     corpus on a loaded 2-core machine).
     """
     scan = scan_corpus(dirs)
-    surfaces = list(dict.fromkeys(t for p in scan.policies for t in surface_phrases(p)))
-    seen = set(surfaces)
-    bodies = [t for t in dict.fromkeys(t for p in scan.policies for t in body_chunks(p)) if t not in seen]
-    return BuildPlan(scan, sorted(surfaces, key=len), sorted(bodies, key=len))
+    first = list(dict.fromkeys(p.surface for p in scan.policies))
+    seen = set(first)
+    rest = [t for t in dict.fromkeys(t for p in scan.policies for t in (*surface_phrases(p), *body_chunks(p)))
+            if t not in seen]
+    return BuildPlan(scan, sorted(first, key=len), sorted(rest, key=len))
 
 
 def load_operating_point_file(path: Path) -> OperatingPoint:
@@ -224,6 +229,7 @@ class PolicyService:
         self._poller: asyncio.Task[None] | None = None
         self._cache: OrderedDict[tuple[int, int | None, str], dict[str, Any]] = OrderedDict()
         self._stopping = False
+        self._served = asyncio.Event()  # set once any index (even a surfaces-only one) is serving
         self._state: dict[str, Any] = {"state": "loading", "done": 0, "total": 0, "documents": 0, "error": None,
                                        "phase": "scanning", "background": "pending"}
 
@@ -329,18 +335,18 @@ class PolicyService:
         background = await self._background_vectors(model_id) if scan.policies else {}
         vectors.update(background)
         first = self.served is None
-        total = len(plan.surfaces) + len(plan.bodies)
+        total = len(plan.first) + len(plan.rest)
         self._state.update(state="building", phase="surfaces", done=0, total=total, documents=len(scan.policies))
         route_log.info("building policy index: %d documents, %d texts to embed (cached texts are free)",
                        len(scan.policies), total)
-        await self._embed_into(vectors, plan.surfaces, 0, total)
-        if first and plan.bodies:
+        await self._embed_into(vectors, plan.first, 0, total)
+        if first and plan.rest:
             # serve from the surfaces while the bodies embed: routing answers within the first seconds
             partial = await self._build(scan, vectors, model_id, op, t0, complete=False)
-            route_log.info("policy index serving from surfaces (%d documents); embedding %d body texts",
-                           len(partial.index), len(plan.bodies))
-            self._state.update(phase="bodies")
-        await self._embed_into(vectors, plan.bodies, len(plan.surfaces), total)
+            route_log.info("policy index serving from whole surfaces (%d documents); embedding %d more texts",
+                           len(partial.index), len(plan.rest))
+            self._state.update(phase="phrases and bodies")
+        await self._embed_into(vectors, plan.rest, len(plan.first), total)
         served = await self._build(scan, vectors, model_id, op, t0, complete=True)
         self._state.update(state="ready", phase="ready", done=total)
         return served
@@ -399,12 +405,13 @@ class PolicyService:
             )
         if not complete:
             notices.append(f"index building, {self._state['done']} of {self._state['total']} texts embedded: "
-                           "routing on routing surfaces only until the policy bodies are indexed")
+                           "routing on whole routing surfaces until their phrases and the policy bodies are indexed")
         self.generation += 1
         self.reloads += 1
         served = Served(index, self.generation, corpus_fingerprint(policies), sep, notices,
                         time.time(), time.perf_counter() - t0, complete)
         self.served = served
+        self._served.set()
         self.error = None
         self._cache.clear()
         cal = index.calibration.describe() if index.calibration is not None else "not calibrated (no documents)"
@@ -417,9 +424,15 @@ class PolicyService:
         return not self.op_explicit
 
     async def ready(self) -> Served:
-        """The current index, waiting for the first load."""
+        """The current index, waiting for the first load (a first index built from surfaces is enough)."""
+        if self.served is not None:
+            return self.served
         if self._first is not None and not self._first.done():
-            await asyncio.shield(self._first)
+            served = asyncio.ensure_future(self._served.wait())
+            try:
+                await asyncio.wait({served, asyncio.shield(self._first)}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                served.cancel()
         if self.served is None:
             # never loaded: try again, so the caller sees the real reason (model failed, duplicate names)
             return await self.reload()
