@@ -66,9 +66,9 @@ def corpus() -> tuple[list[dict[str, Any]], list[str]]:
                 seen.add(c["content"])
                 chunks.append({"content": c["content"], "source_url": c["source_url"]})
     first10 = {c["content"] for c in chunks[:10]}
-    claims = [ex.claim.strip() for ex in data
-              if ex.label == 1 and ex.chunks and any(c["content"] in first10 for c in ex.chunks)]
-    claims = [c if c.endswith(".") else c + "." for c in dict.fromkeys(claims)]
+    near = [ex.claim.strip() for ex in data if ex.label == 1 and any(c["content"] in first10 for c in ex.chunks)]
+    rest = [ex.claim.strip() for ex in data if ex.label == 1 and len(ex.claim.split()) >= 8]
+    claims = [c if c.endswith(".") else c + "." for c in dict.fromkeys(near + rest)]
     return chunks[:641], claims
 
 
@@ -119,11 +119,13 @@ def versus_dokis(chunks: list[dict[str, Any]], claims: list[str]) -> list[str]:
 
 def fifty_by_ten(chunks: list[dict[str, Any]], claims: list[str]) -> list[str]:
     cfg = AuditConfig(matcher="bm25")
-    part = chunks[:10]
-    response = " ".join(claims[:50])
+    part = chunks[:50]
+    response = " ".join(claims[:10])
     n_claims = len(audit("", part, response, cfg)["claims"])
     warm = median_time(lambda: audit("", part, response, cfg), 100)
-    return [f"- {n_claims} claims x 10 chunks, bm25, warm: median **{warm * 1e3:.2f} ms** (target < 10 ms)"]
+    cold = median_time(lambda: audit("", part, response, cfg), 20, clear_caches)
+    return [f"- 50 chunks x {n_claims} claims, bm25: warm median **{warm * 1e3:.2f} ms** (target < 10 ms), "
+            f"cold {cold * 1e3:.2f} ms"]
 
 
 def semantic(chunks: list[dict[str, Any]], claims: list[str]) -> list[str]:

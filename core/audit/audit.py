@@ -34,7 +34,7 @@ from bosun.core.audit.index import SentenceIndex, build_index
 from bosun.core.audit.match import (
     ClaimMatch,
     ClaimTerms,
-    candidates,
+    candidates_many,
     claim_terms,
     has_uncovered_clause,
     match_claim,
@@ -53,7 +53,7 @@ EMBED_CHARS = 1000
 
 # -- input ---------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChunkIn:
     """A validated chunk: its position, id, text, URL and metadata."""
 
@@ -262,7 +262,7 @@ def plan_audit(query: Any, chunks: Any, response: Any, config: AuditConfig) -> A
     claims = extract_claims(text, config.extractor)
     index = build_index([c.content for c in admitted])
     terms = [claim_terms(c.clean, index) for c in claims]
-    cands = [candidates(t, index) for t in terms]
+    cands = candidates_many(terms, index)
     return AuditPlan(query or "", items, admitted, blocked, warnings, claims, index, config, len(text), terms, cands)
 
 

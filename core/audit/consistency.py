@@ -567,10 +567,12 @@ def _entity_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     missing = [(n, ini) for n, ini in c_names if any(not _present(t, x_tokens) for t in content_tokens(n))]
     if not missing:
         return []
-    claim_name_tokens = {t for n, _ in c_names for t in content_tokens(n)}
+    # a rival that shares a word with one of the claim's names the evidence does have is that name in
+    # a longer form ("Neil Armstrong and Buzz Aldrin" for "Armstrong and Aldrin"), not a replacement
+    found_names = {t for n, ini in c_names if (n, ini) not in missing for t in content_tokens(n)}
     e_names = [(n, ini) for n, ini in _names(evidence)
                if set(content_tokens(n)) - claim_tokens and not set(content_tokens(n)) & _PAGE_WORDS
-               and not set(content_tokens(n)) & claim_name_tokens]
+               and not set(content_tokens(n)) & found_names]
     for name, initial in missing:
         # a sentence-initial capital is only a name when the evidence puts another name in the same
         # place: also sentence-initial and followed by the same word ("Ibuprofen lowers" / "Aspirin lowers")
@@ -591,6 +593,7 @@ _ROLE_BREAK = re.compile(r"[,;:()]|\b(?:and|or|while|whereas|but|with|versus|vs)
 _PASSIVE = re.compile(r"\bby\b", re.I)
 
 
+@lru_cache(maxsize=16_384)
 def _relations(text: str) -> list[tuple[frozenset[str], frozenset[str], frozenset[str], bool]]:
     """(first name, second name, relation words between them, passive?) for nearby name pairs."""
     found = [(m.start(), m.end(), frozenset(content_tokens(name))) for name, m in _name_spans(text)]
@@ -641,22 +644,38 @@ def alignment(claim: str, evidence: str, ignore: set[str] | None = None) -> floa
 
 
 def check(claim: str, evidence: str, context: str | None = None) -> list[Mismatch]:
+    """Every mismatch between ``claim`` and ``evidence`` (see ``_checks``). A pure function of the
+    texts, so it is cached, but only for modest contexts (the cache keeps its keys alive)."""
+    context = evidence if context is None else context
+    if len(context) > _CACHE_CONTEXT_CHARS:
+        return list(_checks(claim, evidence, context))
+    return list(_cached_checks(claim, evidence, context))
+
+
+_CACHE_CONTEXT_CHARS = 20_000
+
+
+@lru_cache(maxsize=4096)
+def _cached_checks(claim: str, evidence: str, context: str) -> tuple[Mismatch, ...]:
+    return _checks(claim, evidence, context)
+
+
+def _checks(claim: str, evidence: str, context: str) -> tuple[Mismatch, ...]:
     """Every mismatch between ``claim`` and ``evidence`` (the aligned sentence or two).
 
     ``context`` is the whole of the evidence's chunks: a year or name found
     anywhere in them is not a mismatch. Checks run only when the evidence is
     about the same thing (enough of the claim's other content overlaps).
     """
-    context = context if context is not None else evidence
     found: list[Mismatch] = []
     names = {t for n, _ in _names(claim) for t in content_tokens(n)}
     if alignment(claim, evidence, names) >= ALIGNMENT_MIN:
         found += _entity_checks(claim, evidence, context)
     if alignment(claim, evidence) < ALIGNMENT_MIN:
-        return found
+        return tuple(found)
     found += _role_checks(claim, evidence)
     found += _negation_checks(claim, evidence)
     found += _number_checks(claim, evidence, context)
     found += _date_checks(claim, evidence, context)
     found += _quantifier_checks(claim, evidence)
-    return found
+    return tuple(found)

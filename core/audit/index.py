@@ -147,6 +147,20 @@ class SentenceIndex:
         return out
 
 
+    def coverage_many(self, claims: list[tuple[list[int | None], np.ndarray]]) -> np.ndarray:
+        """``coverage_all`` for several claims at once: float [sentences, claims]."""
+        rows, cols, vals = [], [], []
+        for k, (token_ids, weights) in enumerate(claims):
+            for tid, w in zip(token_ids, weights.tolist(), strict=True):
+                if tid is not None:
+                    rows.append(tid)
+                    cols.append(k)
+                    vals.append(w)
+        q = sparse.csr_matrix((np.array(vals, dtype=np.float64), (np.array(rows, dtype=np.int64),
+                               np.array(cols, dtype=np.int64))), shape=(self.presence_csr.shape[1], len(claims)))
+        return np.asarray((self.presence_csr @ q).toarray(), dtype=np.float64)
+
+
 def build_index(contents: list[str]) -> SentenceIndex:
     """The index of this chunk set, cached by the chunks' digests."""
     keys = [digest(c) for c in contents]

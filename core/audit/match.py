@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -81,17 +82,18 @@ def claim_terms(claim: str, index: SentenceIndex) -> ClaimTerms:
     return ClaimTerms(toks, ids, weights, float(weights.sum()) or 1.0)
 
 
-def candidates(terms: ClaimTerms, index: SentenceIndex) -> list[int]:
+def candidates(terms: ClaimTerms, index: SentenceIndex, cover: np.ndarray | None = None) -> list[int]:
     """The claim's candidate sentences: the TOP_K sentences that cover most of it, then the best
     sentence of each of the TOP_CHUNKS chunks BM25 ranks highest (ties: lowest id first); every
-    sentence when there are only a few."""
+    sentence when there are only a few. ``cover``: the claim's coverage of every sentence, if known."""
     if not index.size:
         return []
     if index.size <= SMALL_INDEX:  # a few sentences: all of them (a paraphrase may share no word)
         return list(range(index.size))
     if not any(t is not None for t in terms.ids):
         return []
-    cover = index.coverage_all(terms.ids, terms.weights)
+    if cover is None:
+        cover = index.coverage_all(terms.ids, terms.weights)
     out = _top(cover, TOP_K)
     bm25 = index.bm25_scores(terms.tokens)
     for ci in _top(bm25, TOP_CHUNKS):
@@ -101,6 +103,14 @@ def candidates(terms: ClaimTerms, index: SentenceIndex) -> list[int]:
             if cover[best] > 0 and best not in out:
                 out.append(best)
     return out
+
+
+def candidates_many(terms: list[ClaimTerms], index: SentenceIndex) -> list[list[int]]:
+    """``candidates`` for every claim of an answer, with their coverage in one sparse product."""
+    if not terms or index.size <= SMALL_INDEX:
+        return [candidates(t, index) for t in terms]
+    cover = index.coverage_many([(t.ids, t.weights) for t in terms])
+    return [candidates(t, index, cover[:, k]) for k, t in enumerate(terms)]
 
 
 def _top(scores: np.ndarray, k: int) -> list[int]:
@@ -113,17 +123,18 @@ def _top(scores: np.ndarray, k: int) -> list[int]:
     return sorted(top.tolist(), key=lambda s: (-float(scores[s]), s))
 
 
-def clauses(claim: str) -> list[tuple[str, list[str]]]:
+@lru_cache(maxsize=8192)
+def clauses(claim: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """The claim's clauses with their content words (a clause of fewer than two content words is
     folded into the previous one: "and it" alone is not a claim)."""
-    out: list[tuple[str, list[str]]] = []
+    out: list[tuple[str, tuple[str, ...]]] = []
     for part in _CLAUSE_SPLIT.split(claim):
-        toks = list(dict.fromkeys(content_tokens(part)))
+        toks = tuple(dict.fromkeys(content_tokens(part)))
         if len(toks) >= 2 or not out:
             out.append((part.strip(), toks))
         else:
             out[-1] = (out[-1][0] + " " + part.strip(), out[-1][1] + toks)
-    return [c for c in out if c[1]]
+    return tuple(c for c in out if c[1])
 
 
 def match_claim(

@@ -141,6 +141,18 @@ class SourceCheck:
 
 
 def check_source(url: Any, rules: list[Rule]) -> SourceCheck:
+    """Admit or refuse one chunk's URL (cached: a pure function of the URL and the rules)."""
+    if isinstance(url, str) or url is None:
+        return _check_source_cached(url, tuple(rules))
+    return _check_source(url, rules)
+
+
+@lru_cache(maxsize=16_384)
+def _check_source_cached(url: str | None, rules: tuple[Rule, ...]) -> SourceCheck:
+    return _check_source(url, list(rules))
+
+
+def _check_source(url: Any, rules: list[Rule]) -> SourceCheck:
     parsed, problem = parse_source_url(url)
     if not rules:
         return SourceCheck(True, parsed.host if parsed else None, None, problem)
