@@ -103,18 +103,29 @@ def run(args: argparse.Namespace) -> int:
     print(f"corpus: {len(index)} documents, separability {sep:.2f}; {len(rows)} prompts "
           f"({sum(1 for r in rows if not r.expected)} negatives, {sum(1 for r in rows if r.sibling)} with siblings)")
 
-    def evaluate(point: OperatingPoint, threshold: float, top_k: int, gate: float) -> dict[str, float]:
+    def evaluate(point: OperatingPoint, threshold: float | None, top_k: int, gate: float | None,
+                 calibrated: bool = False) -> dict[str, float]:
         routed = [[h.name for h in route(index, r.prompt, q, point, top_k=top_k, threshold=threshold,
-                                         solo_bg_z=gate).hits]
+                                         solo_bg_z=gate, calibrated=calibrated).hits]
                   for r, q in zip(rows, qvecs, strict=True)]
         return compute(rows, routed)
 
+    cal = index.calibration
     if args.mode == "score":
-        m = evaluate(op, op.threshold, op.top_k, op.solo_bg_z)
-        print(f"operating point: {op.describe()}")
         print(HEADER)
-        print(f"{op.threshold:>9.2f} {op.solo_bg_z:>6g} {op.top_k:>5} {_fmt(m)}")
+        if args.operating_point or cal is None:
+            m = evaluate(op, op.threshold, op.top_k, op.solo_bg_z)
+            print(f"{op.threshold:>9.2f} {op.solo_bg_z:>6g} {op.top_k:>5} {_fmt(m)}")
+            print(f"operating point: {op.describe()}")
+        else:  # the server's default: the decision self-calibrated on this corpus (no labels read)
+            m = evaluate(op, None, op.top_k, None, calibrated=True)
+            print(f"{cal.threshold:>9.2f} {cal.solo_bg_z:>6.2g} {op.top_k:>5} {_fmt(m)}")
+            print(f"{cal.describe()}; weights: {op.describe()}")
         return 0
+    if cal is not None and not args.operating_point:
+        m = evaluate(op, None, op.top_k, None, calibrated=True)
+        print(f"self-calibrated (the default, no labels): threshold {cal.threshold:.2f} solo_bg_z {cal.solo_bg_z:.2f} "
+              f"top_k {op.top_k}: {_fmt(m)}")
 
     base = op
     if args.refit:
