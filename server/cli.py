@@ -52,29 +52,22 @@ def _quiet_blas() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
-def _leave_no_thread_behind(grace_s: float = 1.0) -> None:
-    """After serving: no thread may keep the process alive or crash its exit.
+def _exit_now() -> None:
+    """After serving: leave at once, with the logs flushed.
 
-    The Engine has closed the stores by now (every call that returned is committed). A
-    thread still running (a library's non-daemon thread, or model inference on a daemon
-    thread, which aborts the interpreter if it is torn down mid-call) gets ``grace_s`` to
-    finish; then the process exits at once, after flushing its logs.
+    By now the Engine has closed the stores (every call that returned is committed) and the
+    transports have stopped. Ordinary interpreter shutdown would still wait for a library's
+    idle worker (anyio keeps non-daemon threads for seconds), could abort on model inference
+    running on a daemon thread, and spends about a second tearing down onnxruntime: none of
+    it holds state worth waiting for.
     """
-    import threading
-    import time
-
-    deadline = time.monotonic() + grace_s
-    main_thread = threading.main_thread()
-    for thread in threading.enumerate():
-        if thread is not main_thread:
-            thread.join(max(0.0, deadline - time.monotonic()))
-    left = [t.name for t in threading.enumerate() if t is not main_thread and t.is_alive()]
-    if left:
-        logging.getLogger("bosun.serve").info("exiting with threads still running: %s", ", ".join(left))
-        logging.shutdown()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(0)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -97,7 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         pass
-    _leave_no_thread_behind()
+    _exit_now()
     return 0
 
 
@@ -116,7 +109,7 @@ def cmd_stdio(args: argparse.Namespace) -> int:
         if args.policies:
             config.policies = [Path(p).expanduser() for p in args.policies]
         anyio.run(lambda: serve(config, http=False, stdio=True, write_daemon=False))
-        _leave_no_thread_behind()
+        _exit_now()
         return 0
     from bosun.server.transport.bridge import run_bridge
 

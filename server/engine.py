@@ -233,7 +233,7 @@ class Engine:
                 "ready_at": self.model_ready_at,
                 "loads": self.model_loads,
             },
-            "route_index": getattr(self.policies, "index_state", dict)(),
+            "route_index": self.policies.index_state(),
             "store": {"path": str(self.config.db_path), "schema_version": SCHEMA_VERSION},
             "uptime_s": round(time.time() - self.started_at, 3),
         }

@@ -8,7 +8,6 @@ clear error, never a guess.
 from __future__ import annotations
 
 import re
-from typing import Protocol
 
 import aiosqlite
 
@@ -34,10 +33,6 @@ def split_ref(ref: str, field: str = "ref") -> str:
             field, f"not a content address: {ref[:80]!r}", f"mem://sha256:<{MIN_PREFIX}..64 hex chars>"
         )
     return text
-
-
-class RefIndex(Protocol):
-    async def resolve(self, ref: str, field: str = "ref") -> str: ...
 
 
 class SQLiteRefIndex:

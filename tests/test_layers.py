@@ -102,3 +102,38 @@ def test_no_core_wing_reaches_into_another() -> None:
             if _core_target(name) in CORE_WINGS:
                 bad.append(f"ground floor {path.relative_to(ROOT)} imports the wing module {name}")
     assert not bad, "\n".join(bad)
+
+
+# -- the MCP surface: thin tool adapters over the Engine's services -------------------------
+# the core wing each tool module may read constants or types from (never another wing's)
+TOOL_WING = {"route": "routing", "audit": "audit", "select": "selection", "plan": "task", "checkpoint": "task",
+             "observe": "offload", "recall": "offload", "precheck": "guard", "handoff": "guard"}
+PRIVATE_SDK = ("_tool_manager", "_resource_manager", "_prompt_manager", "_lowlevel_server", "_mcp_server")
+
+
+def test_tool_modules_are_thin_adapters() -> None:
+    bad = []
+    for path in sorted((ROOT / "server" / "tools").glob("*.py")):
+        if path.stem == "__init__":
+            continue
+        for name in _imports(path):
+            parts = name.split(".")
+            if parts[:3] == ["bosun", "server", "tools"]:
+                bad.append(f"{path.name} imports another tool module: {name}")
+            elif parts[:2] == ["bosun", "core"] and len(parts) > 3 and parts[2] in CORE_WINGS \
+                    and parts[2] != TOOL_WING[path.stem]:
+                bad.append(f"{path.name} reaches into another wing's core: {name}")
+            elif parts[:3] == ["bosun", "server", "app"]:
+                bad.append(f"{path.name} imports the app (the Engine comes from Context[Engine]): {name}")
+    assert not bad, "\n".join(bad)
+
+
+def test_services_do_not_import_tools_and_the_server_uses_public_sdk_api_only() -> None:
+    bad = []
+    for path in sorted((ROOT / "server").rglob("*.py")):
+        text = path.read_text()
+        bad += [f"{path.relative_to(ROOT)} uses the SDK's private {attr}" for attr in PRIVATE_SDK if f".{attr}" in text]
+        if "services" in path.parts:
+            bad += [f"{path.relative_to(ROOT)} imports {n}" for n in _imports(path)
+                    if n.startswith(("bosun.server.tools", "bosun.server.app", "mcp"))]
+    assert not bad, "\n".join(bad)

@@ -81,6 +81,10 @@ async def test_http_daemon_health_calls_and_bad_input(tmp_path: Path) -> None:
             assert missing.is_error and "not found" in missing.content[0].text
             tools = await client.list_tools()  # still serving
             assert "recall" in {t.name for t in tools.tools}
+            await client.call_tool("route", {"prompt": "how do I rotate a leaked API key"})  # waits for the index
+        _, body = health(daemon["url"])
+        index = body["route_index"]  # reported apart from the model
+        assert index["state"] == "ready" and index["documents"] > 0 and index["done"] == index["total"] > 0
     finally:
         stop(proc.pid)
         proc.wait(timeout=15)

@@ -175,18 +175,18 @@ class _Run:
 
     def __init__(self, pool: Pool, budget: int, strategy: str, params: Params) -> None:
         self.pool = pool
-        self.p = params
+        self.params = params
         self.strategy = strategy
         self.budget = int(budget)
         cands = np.asarray(pool.candidates, dtype=np.float32)
         self.cands = cands
         self.n = n = cands.shape[0]
-        self.tok = pool.tokens  # scalar reads: a Python sequence is faster than numpy scalars
+        self.token_counts = pool.tokens  # scalar reads: a Python sequence is faster than numpy scalars (self.tokens)
         self.tokens = np.asarray(pool.tokens, dtype=np.int64)
         self.rel = cands @ np.asarray(pool.goal, dtype=np.float32)
         # only what the strategy's score reads
         self.relpos = np.maximum(self.rel, 0.0) if strategy == "psi0" else self.rel
-        self.lamrel = params.mmr_lambda * self.rel if strategy == "mmr" else self.rel
+        self.weighted_rel = params.mmr_lambda * self.rel if strategy == "mmr" else self.rel
         ctx = pool.context
         self.ctx = np.asarray(ctx, dtype=np.float32) if ctx is not None and len(ctx) else None
         self.maxsim = (np.maximum((cands @ self.ctx.T).max(axis=1), 0.0) if self.ctx is not None
@@ -221,20 +221,20 @@ class _Run:
         if s == "psi0":  # relpos * (1 - maxsim)
             buf = np.subtract(1.0, maxsim, out=out)
             return np.multiply(self.relpos if idx is None else self.relpos[idx], buf, out=buf)
-        if s == "mmr":  # lamrel - (1 - lambda) * maxsim
-            buf = np.multiply(self.p.one_minus_lambda, maxsim, out=out)
-            return np.subtract(self.lamrel if idx is None else self.lamrel[idx], buf, out=buf)
+        if s == "mmr":  # weighted_rel - (1 - lambda) * maxsim
+            buf = np.multiply(self.params.one_minus_lambda, maxsim, out=out)
+            return np.subtract(self.weighted_rel if idx is None else self.weighted_rel[idx], buf, out=buf)
         # hybrid: rel - penalty * max(maxsim - threshold, 0)
-        buf = np.subtract(maxsim, self.p.overlap_threshold, out=out)
+        buf = np.subtract(maxsim, self.params.overlap_threshold, out=out)
         np.maximum(buf, 0.0, out=buf)
-        np.multiply(self.p.overlap_penalty, buf, out=buf)
+        np.multiply(self.params.overlap_penalty, buf, out=buf)
         return np.subtract(rel, buf, out=buf)
 
     # -- the loop --------------------------------------------------------------------------
     def run(self, out: Selection, explain: int) -> Selection:
-        p = self.p
+        p = self.params
         code = self.code
-        tok = self.tok
+        tok = self.token_counts
         maxsim = self.maxsim
         cands = self.cands
         strategy = self.strategy
@@ -258,7 +258,7 @@ class _Run:
         lex = self.lex
         rel = self.rel if lex is None else lex.rel  # the hybrid's is updated in place by each pick
         # strategy constants, read once (the expressions are those of ``score``)
-        relpos, lamrel, olam = self.relpos, self.lamrel, p.one_minus_lambda
+        relpos, weighted_rel, olam = self.relpos, self.weighted_rel, p.one_minus_lambda
         othr, open_ = p.overlap_threshold, p.overlap_penalty
         hybrid = strategy == "hybrid"
         if hybrid:
@@ -279,9 +279,9 @@ class _Run:
             elif strategy == "psi0":  # relpos * (1 - maxsim)
                 np.subtract(1.0, maxsim, out=masked)
                 np.multiply(relpos, masked, out=masked)
-            elif strategy == "mmr":  # lamrel - (1 - lambda) * maxsim
+            elif strategy == "mmr":  # weighted_rel - (1 - lambda) * maxsim
                 np.multiply(olam, maxsim, out=masked)
-                np.subtract(lamrel, masked, out=masked)
+                np.subtract(weighted_rel, masked, out=masked)
             else:
                 np.copyto(masked, rel)
             if not hybrid:
@@ -388,7 +388,7 @@ class _Run:
             top = rejected[np.argsort(neg, kind="stable")]
         final = self.score(rel[top], idx=top)
         nears, sims = self._nearest(top)
-        min_rel = self.p.min_relevance
+        min_rel = self.params.min_relevance
         low = (self.rel[top] < min_rel).tolist()  # compared as the loop did: in float32
         rows = zip(top.tolist(), self.code[top].tolist(), self.rel[top].tolist(), low, rel[top].tolist(),
                    final.tolist(), self.tokens[top].tolist(), self.left_at[top].tolist(), nears.tolist(),
@@ -399,7 +399,7 @@ class _Run:
             if c == _IRRELEVANT and below:
                 why = f"relevance {dense:.2f} < min_relevance {min_rel:.2f}"
             elif c == _IRRELEVANT:
-                why = (f"ranked below the {self.p.max_items} selected (max_items)" if self.p.max_items
+                why = (f"ranked below the {self.params.max_items} selected (max_items)" if self.params.max_items
                        else "scored below every selected item")
             elif c == _REDUNDANT:
                 other = self.name(near)
@@ -440,7 +440,7 @@ class _Lexical:
         texts = pool.candidate_texts
         if texts is None or pool.goal_text is None:
             raise InvalidInput("strategy", "hybrid needs the candidate and goal texts", "pass texts in the Pool")
-        self.p = p
+        self.params = p
         self.view = view_of(texts, head_terms=p.hop_head_terms)
         self.q_cols, self.q_vals = self.view.query(pool.goal_text)
         self.weights = np.ones(len(self.q_cols), dtype=np.float32)
@@ -481,11 +481,11 @@ class _Lexical:
 
     def _lexical(self) -> F32:
         # the product is float64 when the term weights are; callers add it to float32 scores as before
-        return cast(F32, self.p.lexical_weight * (self.cols @ (self.q_vals * self.weights)))
+        return cast(F32, self.params.lexical_weight * (self.cols @ (self.q_vals * self.weights)))
 
     def join(self, i: int) -> None:
         """Pick ``i`` joins the context: its goal terms count less, its links count, ``rel`` follows."""
-        hop, p = self.hop_gain, self.p
+        hop, p = self.hop_gain, self.params
         if self.covers_any is not None and self.covers_any[i]:
             # goal terms the pick holds lose weight (a greedy set cover)
             assert self.covers is not None
@@ -516,14 +516,14 @@ class _Lexical:
         to_picks = self.links[:k, picked]  # [rank of source, rank of pick]
         to_picks[np.arange(k)[:, None] >= np.arange(len(picked))] = -np.inf  # only earlier picks
         held = np.maximum(to_picks.max(axis=0, initial=-np.inf), 0.0).tolist()
-        return to_picks.argmax(axis=0).tolist(), [h * self.p.hop_weight for h in held]
+        return to_picks.argmax(axis=0).tolist(), [h * self.params.hop_weight for h in held]
 
     def _cover(self) -> bool:
         """Goal terms the marked text holds lose weight; True if any did."""
-        if self.p.coverage <= 0 or not len(self.q_cols):
+        if self.params.coverage <= 0 or not len(self.q_cols):
             return False
         hit = self._present[self.q_cols] > 0
         if not hit.any():
             return False
-        self.weights[hit] *= 1.0 - self.p.coverage
+        self.weights[hit] *= 1.0 - self.params.coverage
         return True

@@ -48,14 +48,14 @@ class CheckpointService:
         state = await tasks.get(task_id)
         drift = await tasks.check_seal(task_id, seal) if seal else None
         events = await tasks.events(task_id)
-        pm = get_mode(prune_mode or str(state.flags.get("prune_mode") or self.default_mode))
+        prune = get_mode(prune_mode or str(state.flags.get("prune_mode") or self.default_mode))
         out: dict[str, Any]
         if mode == "snapshot":
             body = json.dumps(state.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8")
             ref = await engine.refs.put(body, MEDIA_JSON)
-            led = ledger_of(events)
+            ledger = ledger_of(events)
             state = await tasks.append(task_id, "checkpoint_saved", {
-                "ref": ref, "version": state.version, "observed_tokens": led.observed_tokens})
+                "ref": ref, "version": state.version, "observed_tokens": ledger.observed_tokens})
             out = {"checkpoint": state.version, "ref": short_ref(ref.rsplit(":", 1)[1]), "of_version": state.version - 1,
                    "seal": SEAL_PREFIX + state.seal}
         elif mode == "resume":
@@ -95,11 +95,11 @@ class CheckpointService:
             out = {"report": report if not cut else text, "truncated": cut, "ref": short_ref(ref.rsplit(":", 1)[1]),
                    "seal": SEAL_PREFIX + state.seal}
         else:
-            plan = plan_compaction(events, pm, mode, time.time(), target_tokens)
+            plan = plan_compaction(events, prune, mode, time.time(), target_tokens)
             out = plan.to_dict()
             out["drop"] = [short_ref(r.rsplit(":", 1)[1]) for r in out["drop"]]
             out["apply"] = "evict these from your context, then observe(kind='dropped', refs=drop) to credit them"
-            out["prune_mode"] = pm.name
+            out["prune_mode"] = prune.name
             out["seal"] = SEAL_PREFIX + state.seal
         if drift is not None:
             out["drift"] = "ok" if drift.get("verdict") == "ok" else drift

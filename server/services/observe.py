@@ -141,7 +141,7 @@ class ObserveService:
             raise InvalidInput("result", f"is {raw_size} bytes; the limit is {limit} (BOSUN_MAX_PAYLOAD_BYTES)",
                                "split the output, or observe a file with kind='file'")
         state = await self.tasks.get(task_id)
-        pm = get_mode(mode or str(state.flags.get("prune_mode") or state.budget.get("prune_mode") or self.default_mode))
+        prune = get_mode(mode or str(state.flags.get("prune_mode") or state.budget.get("prune_mode") or self.default_mode))
         tool = self.redactor.scrub(clean_text(tool))
         red_args = redact_value(clean_value(args), self.redactor)
         a_hash = args_hash(red_args)
@@ -152,7 +152,7 @@ class ObserveService:
         stored = self.engine.refs.put_soon(data, MEDIA_TEXT)
         try:
             return await self._observed(task_id, failed, tool, red_args, a_hash, result, data, redactions,
-                                        stored, pm, offload, agent)
+                                        stored, prune, offload, agent)
         finally:
             if not stored.done():  # an error before the await: let the write finish, never orphan it
                 await stored.settle()
@@ -168,7 +168,7 @@ class ObserveService:
         data: bytes,
         redactions: dict[str, int],
         stored: PendingPut,
-        pm: PruneMode,
+        prune: PruneMode,
         offload: bool | None,
         agent: str | None,
     ) -> dict[str, Any]:
@@ -179,25 +179,25 @@ class ObserveService:
         utf8 = Utf8Text.of(text, data if not redactions else None)  # unredacted: data is text's UTF-8
         tokens = fast_tokens(text)
         command = shell_command(tool, red_args) if red_args is not None else None
-        choice = decide(tokens, pm, command, offload)
+        choice = decide(tokens, prune, command, offload)
         stub: dict[str, Any] | None = None
-        ol = None
+        outline = None
         outline_kind = None
         facts: dict[str, Any] = {}
         kind = detect_kind(text, command, utf8)
         if choice.offload or failed or kind == "test":  # a test run's outcome sets tests_passed even when small
-            budget = pm.outline_budget(tokens)
+            budget = prune.outline_budget(tokens)
             if kind in ("json", "jsonl"):  # room for the identifiers an API agent acts on next
                 budget = max(budget, min(120, tokens // 4))
-            ol = build_outline(text, budget=budget, command=command, kind=kind, utf8=utf8)
-            outline_kind, facts = ol.kind, ol.facts
+            outline = build_outline(text, budget=budget, command=command, kind=kind, utf8=utf8)
+            outline_kind, facts = outline.kind, outline.facts
         ref = await stored.ref()  # committed before the event that points at it
         digest = ref.rsplit(":", 1)[1]
         cost = 0
         redacted = {"redacted": sum(redactions.values())} if redactions else {}
         answer: dict[str, Any] | None = None
-        if choice.offload and ol is not None:
-            stub = build_stub(short_ref(digest), len(data), tokens, total_lines, ol)
+        if choice.offload and outline is not None:
+            stub = build_stub(short_ref(digest), len(data), tokens, total_lines, outline)
             answer = {"offloaded": True, **stub, **redacted}
             cost = answer_tokens(answer)  # the stub as the agent carries it: the whole answer
             if offload is not True and not worth_it(tokens, cost):
@@ -211,7 +211,7 @@ class ObserveService:
         payload: dict[str, Any] = {
             "tool": tool, "args_hash": a_hash, "args": short_args(red_args), "sha256": digest, "bytes": len(data),
             "tokens": tokens, "ref": ref if offloaded else None, "stored_ref": ref, "offloaded": offloaded,
-            "stub_tokens": cost if stub else 0, "response_tokens": resp_tokens, "mode": pm.name,
+            "stub_tokens": cost if stub else 0, "response_tokens": resp_tokens, "mode": prune.name,
             "reason": choice.reason, "content_kind": outline_kind, "redactions": redactions or None,
         }
         events: list[tuple[str, dict[str, Any]]] = []
@@ -227,12 +227,12 @@ class ObserveService:
             events.append(("state_flag", {"name": "tests_passed", "value": outcome, "source": "observe"}))
         # every value above is bosun's own, or came out of the redactor (tool, args, text)
         state = await self.tasks.append_many(task_id, events, agent=agent, scrubbed=True)
-        hint = await self._compaction_hint(state, pm)
+        hint = await self._compaction_hint(state, prune)
         if hint is not None:
             answer["compact"] = hint
         return answer
 
-    async def _compaction_hint(self, state: Any, pm: Any) -> dict[str, int] | None:
+    async def _compaction_hint(self, state: Any, prune: Any) -> dict[str, int] | None:
         """Every ``COMPACT_EVERY`` results, whether ``checkpoint(mode="compact")`` would now free enough.
 
         The answer then carries ``"compact": {"items", "frees"}`` (~12 tokens): the cue for the
@@ -242,7 +242,7 @@ class ObserveService:
         if seen == 0 or seen % COMPACT_EVERY:
             return None
         view = await self._compaction_view(state.task_id)
-        plan = plan_compaction(view.events, pm, "compact", time.time(), last_activity=view.last_activity)
+        plan = plan_compaction(view.events, prune, "compact", time.time(), last_activity=view.last_activity)
         frees = plan.freed_tokens - plan.digest_tokens - plan.refill_tokens
         if frees < COMPACT_MIN_TOKENS:
             return None
