@@ -32,11 +32,13 @@ R = TypeVar("R")
 log = logging.getLogger("bosun.server")
 
 # -- annotations (hints to the host; they say what a call does to bosun's state) -------------
+# Only hints that differ from the spec's defaults are sent (read-only false, destructive true,
+# idempotent false, open-world true): every listed byte is paid for in every agent turn.
 READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-# journals an event (a recall or a precheck verdict is recorded), changes nothing else
-RECORDS = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+# journals an event (a recall counted in the task's ledger) and changes nothing else
+RECORDS = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 # changes a task's state; nothing is ever deleted
-WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+WRITES = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 
 _SPEC = "__bosun_tool__"
 

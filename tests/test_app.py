@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from mcp import Client
 
 
@@ -29,3 +30,30 @@ async def test_secrets_in_task_text_are_scrubbed_before_they_are_journaled(clien
     everything = json.dumps([started.structured_content, updated.structured_content, resumed.structured_content])
     assert token not in everything
     assert "rotate" in everything  # the rest of the text survives
+
+
+async def test_the_tool_list_is_lean_and_says_what_each_tool_does_to_state(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == {"route", "get_policy", "plan", "precheck", "observe", "recall", "checkpoint", "handoff",
+                          "select_context", "audit", "filter_sources"}
+    for name, t in tools.items():
+        schema = json.dumps(t.input_schema)
+        assert '"title"' not in schema.replace('"title":{', ""), name  # no pydantic titles
+        assert '{"type":"null"}' not in schema.replace(" ", ""), name  # optional = omitted, not anyOf-null
+        assert t.output_schema is None and t.annotations is not None, name
+    for name in ("route", "get_policy", "precheck", "select_context", "audit", "filter_sources"):
+        assert tools[name].annotations.read_only_hint is True, name  # type: ignore[union-attr]
+    for name in ("recall", "observe", "plan", "handoff", "checkpoint"):  # recall journals when given a task
+        ann = tools[name].annotations
+        assert ann is not None and not ann.read_only_hint and ann.destructive_hint is False, name
+
+
+async def test_an_unknown_tool_is_a_protocol_error_and_a_bad_resource_keeps_its_message(client: Client) -> None:
+    from mcp import MCPError
+
+    with pytest.raises(MCPError) as exc:
+        await client.call_tool("no_such_tool", {})
+    assert exc.value.error.code == -32602 and "recall" in exc.value.error.message
+    with pytest.raises(MCPError) as exc:
+        await client.read_resource("bosun://task/t_missing/manifest")
+    assert exc.value.error.code == -32602 and "t_missing" in exc.value.error.message
