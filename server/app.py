@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse
 
 import bosun
 from bosun.server.engine import Engine
-from bosun.server.surface import build_tools
+from bosun.server.surface import argument_guard, build_tools
 from bosun.server.tools import TOOL_MODULES
 
 log = logging.getLogger("bosun.server")
@@ -74,11 +74,13 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
         log_level="WARNING",
         tools=tools,
     )
-    mcp.middleware.append(_reject_unknown_tools(sorted(t.name for t in tools)))
+    mcp.middleware.append(argument_guard(tools))
     for module in TOOL_MODULES:
         register = getattr(module, "register", None)
         if register is not None:
             register(mcp, engine)
+
+    mcp.middleware.append(_reject_unknown_prompts(mcp))
 
     @mcp.custom_route("/healthz", methods=["GET"])
     async def healthz(_: Request) -> JSONResponse:
@@ -88,16 +90,15 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
     return mcp
 
 
-def _reject_unknown_tools(names: list[str]) -> Any:
-    """An unknown tool name is a protocol error (-32602), as the MCP spec asks."""
-    known = set(names)
-    listing = ", ".join(names)
+def _reject_unknown_prompts(mcp: MCPServer[Engine]) -> Any:
+    """An unknown prompt is a -32602 naming the known ones (the SDK answers it with code 0)."""
 
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
-        if ctx.method == "tools/call":
-            name = (ctx.params or {}).get("name")
-            if not isinstance(name, str) or name not in known:
-                raise MCPError(INVALID_PARAMS, f"Unknown tool: {name!r}; known tools: {listing}")
+        if ctx.method == "prompts/get":
+            name = (ctx.params or {}).get("name") if isinstance(ctx.params, dict) else None
+            known = sorted(p.name for p in await mcp.list_prompts())
+            if name not in known:
+                raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name!r}; known prompts: {', '.join(known)}")
         return await call_next(ctx)
 
     return middleware

@@ -7,23 +7,31 @@
 - Answers: a tool returns a dict (or ``Answer(dict, text)``); the model-facing text is compact
   JSON (the SDK would indent it: ~25% more tokens on every call) and ``structured_content``
   keeps the dict for programs.
+- Arguments: ``argument_guard`` checks every ``tools/call`` before the SDK does: an unknown
+  argument is refused naming the closest known one (pydantic would silently drop it), and
+  pydantic's errors are rewritten for a person (field, problem, what is accepted; no URLs).
 - Errors: ``BosunError`` becomes a tool error naming the field (tools) or a JSON-RPC error with
-  ``mcp.types`` codes (resources, prompts); anything else is logged and named, never a traceback.
+  ``mcp.types`` codes (resources, prompts); anything else is logged under an error id and only
+  the id is returned, never the exception's text or a traceback.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
 
 from mcp import MCPError
+from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextContent, ToolAnnotations
+from pydantic import ValidationError
 
 from bosun.core.errors import BosunError
 
@@ -75,8 +83,7 @@ def tool(annotations: ToolAnnotations) -> Callable[[Callable[P, Awaitable[Any]]]
             except BosunError as exc:
                 raise ToolError(str(exc)) from exc
             except Exception as exc:
-                log.exception("tool %s failed", fn.__name__)
-                raise ToolError(f"internal error in {fn.__name__}: {type(exc).__name__}: {exc}") from exc
+                raise ToolError(internal_error(fn.__name__)) from exc
 
         setattr(wrapper, _SPEC, annotations)
         return wrapper
@@ -96,15 +103,115 @@ def protocol_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
         except BosunError as exc:
             raise MCPError(INVALID_PARAMS, str(exc)) from exc
         except Exception as exc:
-            log.exception("%s failed", fn.__name__)
-            raise MCPError(INTERNAL_ERROR, f"internal error in {fn.__name__}: {type(exc).__name__}") from exc
+            raise MCPError(INTERNAL_ERROR, internal_error(fn.__name__)) from exc
 
     return wrapper
+
+
+def internal_error(where: str) -> str:
+    """Log the exception being handled under a fresh id; the message names only the id.
+
+    The exception's own text can hold paths, SQL or the caller's data: it stays in the log."""
+    error_id = secrets.token_hex(4)
+    log.exception("error %s in %s", error_id, where)
+    return (f"internal error {error_id} in {where}: bosun could not finish this call; it is not caused by "
+            f"your arguments. Retry once; if it fails again, report error id {error_id}")
 
 
 def lifespan_engine(ctx: Any) -> Any:
     """The Engine behind a resource or prompt call (they take a bare ``Context`` in mcp 2.3)."""
     return ctx.request_context.lifespan_context
+
+
+# -- arguments ---------------------------------------------------------------------------------
+
+def argument_guard(tools: Sequence[Tool]) -> Any:
+    """Server middleware: every ``tools/call`` names a known tool and only known arguments, valid ones.
+
+    Runs before the SDK's own validation, which drops unknown arguments silently (a typo in
+    ``based_on_version`` would turn optimistic concurrency off) and answers with pydantic's
+    text. A bad argument is a tool error the model can act on; a malformed request (unknown
+    tool, ``arguments`` not an object) is a JSON-RPC ``-32602``."""
+    by_name = {t.name: t for t in tools}
+    listing = ", ".join(sorted(by_name))
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        name = params.get("name")
+        built = by_name.get(name) if isinstance(name, str) else None
+        if built is None:
+            raise MCPError(INVALID_PARAMS, f"Unknown tool: {name!r}; known tools: {listing}")
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise MCPError(INVALID_PARAMS, f"arguments: must be a JSON object of named arguments for {name}, "
+                                           f"got {_json_type(arguments)}")
+        problem = argument_problem(built, arguments)
+        if problem is not None:
+            log.info("tool %s refused arguments: %s", name, problem.split(":", 1)[0])
+            return CallToolResult(content=[TextContent(type="text", text=problem)], is_error=True)
+        return await call_next(ctx)
+
+    return middleware
+
+
+def argument_problem(built: Tool, arguments: dict[str, Any]) -> str | None:
+    """What is wrong with ``arguments`` for ``built``, written for the model that sent them; None if fine."""
+    known = [k for k in built.parameters.get("properties", {})]
+    for key in arguments:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}? " if close else ""
+            return f"{key}: unknown argument of {built.name}; {hint}known: {', '.join(known)}"
+    try:
+        built.fn_metadata.validate_arguments(arguments)
+    except ValidationError as exc:
+        return "; ".join(_explain(err, built) for err in exc.errors(include_url=False)[:3])
+    return None
+
+
+def _explain(err: Any, built: Tool) -> str:
+    """One pydantic error as ``field: problem (accepted: ...)``, without pydantic's jargon."""
+    loc = err.get("loc", ())
+    field = str(loc[0]) if loc else "arguments"
+    for part in loc[1:]:
+        field += f"[{part}]" if isinstance(part, int) else f".{part}"
+    kind = str(err.get("type", ""))
+    ctx = err.get("ctx") or {}
+    got = err.get("input")
+    shown = _shown(got)
+    if kind == "missing":
+        return f"{field}: required by {built.name} and missing"
+    if kind in ("literal_error", "enum"):
+        return f"{field}: {shown} is not one of the accepted values (accepted: {ctx.get('expected', '')})"
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
+        bound = next(iter(ctx.values()), "")
+        return f"{field}: {shown} is out of range (accepted: {sign} {bound})"
+    if kind.endswith("_type") or kind.endswith("_parsing"):
+        wanted = kind.removesuffix("_type").removesuffix("_parsing").replace("_", " ")
+        return f"{field}: expected {_article(wanted)}, got {_json_type(got)} {shown}"
+    return f"{field}: {err.get('msg', 'invalid value')} (got {shown})"
+
+
+def _article(word: str) -> str:
+    names = {"int": "integer", "bool": "boolean (true/false)", "str": "string", "dict": "JSON object",
+             "list": "JSON array", "float": "number", "tuple": "JSON array", "model": "JSON object"}
+    word = names.get(word, word)
+    return ("an " if word[:1] in "aeiou" else "a ") + word
+
+
+def _json_type(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(value), type(value).__name__)
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, default=str) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def tools_of(namespace: Iterable[Any]) -> list[Callable[..., Any]]:

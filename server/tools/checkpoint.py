@@ -19,9 +19,9 @@ async def checkpoint(
     mode: CheckpointMode,
     ctx: Context[Engine],
     seal: Annotated[str | None, Field(description="your last SEAL")] = None,
-    target_tokens: Annotated[int | None, Field(description="trim: tokens to free")] = None,
+    target_tokens: Annotated[int | None, Field(ge=1, description="trim: tokens to free")] = None,
     prune_mode: Literal["cache_ttl", "conservative", "balanced", "aggressive"] | None = None,
-    max_tokens: Annotated[int, Field(description="bound on resume/report text")] = 1500,
+    max_tokens: Annotated[int, Field(ge=1, description="bound on resume/report text")] = 1500,
 ) -> dict[str, Any]:
     """Snapshot | resume | report | compact | trim | clear (plans move history into refs; nothing is deleted)."""
     return await ctx.request_context.lifespan_context.checkpoint.run(

@@ -26,7 +26,7 @@ async def plan(
     ctx: Context[Engine],
     task_id: Annotated[str, Field(description="task= of the manifest (all modes but start)")] = "",
     seal: Annotated[str, Field(description="your last SEAL; drift is reported against it")] = "",
-    based_on_version: Annotated[int, Field(description="update: the v= it is based on (0: none)")] = 0,
+    based_on_version: Annotated[int, Field(ge=0, description="update: the v= it is based on (0: none)")] = 0,
     objective: Annotated[str, Field(description="start only; immutable")] = "",
     steps: Annotated[tuple[str, ...], Field(description="start: the plan; update: replace it")] = (),
     constraints: Annotated[tuple[str, ...], Field(description="append")] = (),
@@ -39,7 +39,7 @@ async def plan(
                       Field(description="rewrite pinned: [{collection,index,text,reason}]")] = (),
     rules: Annotated[str, Field(description="the task's rules (part of the head)")] = "",
     declare: Annotated[dict[str, int] | None, Field(description="known token counts: window,history,...")] = None,
-    budget_tokens: Annotated[int, Field(description="start: token budget")] = 0,
+    budget_tokens: Annotated[int, Field(ge=0, description="start: token budget")] = 0,
     close: Literal["done", "failed", "abandoned"] | None = None,
     agent: Annotated[str, Field(description="your agent name")] = "",
 ) -> dict[str, Any]:

@@ -21,12 +21,12 @@ async def select_context(
     candidates: Annotated[ItemsArg, Field(description="strings or {id, text|ref|policy, source, metadata}")],
     ctx: Context[Engine],
     context: Annotated[ItemsArg | None, Field(description="items already in the prompt (same forms)")] = None,
-    budget_tokens: Annotated[int, Field(description="token budget for the selected items")] = 2000,
+    budget_tokens: Annotated[int, Field(ge=0, description="token budget for the selected items")] = 2000,
     strategy: StrategyName = DEFAULT_STRATEGY,
-    mmr_lambda: float = 0.7,
-    max_items: int | None = None,
-    min_relevance: float = 0.0,
-    show_rejected: int = 5,
+    mmr_lambda: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7,
+    max_items: Annotated[int | None, Field(ge=1)] = None,
+    min_relevance: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.0,
+    show_rejected: Annotated[int, Field(ge=0)] = 5,
     include_text: bool = False,
 ) -> dict[str, Any]:
     """Pick the candidates that fit budget_tokens, relevant to the goal and not redundant with the context or
