@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from bosun.core.errors import InvalidInput, NotFound
 from bosun.core.guard.handoff import Contract, build_contract, check_result, contract_from_payload
+from bosun.core.redact import redact_value
 from bosun.core.task.budget import BUDGET_KEYS, parse_budget, remaining
 from bosun.core.task.seal import verdict as seal_verdict
 from bosun.core.task.state import TaskState
 from bosun.server.services.tasks import TaskService, VersionConflict
-from bosun.store.refs import parse_ref
+from bosun.store.refs import make_ref
 
 if TYPE_CHECKING:
     from bosun.server.engine import Engine
@@ -63,10 +64,8 @@ class HandoffService:
                      checks: Any = None, budget: Any = None, to_agent: Any = None,
                      agent: str | None = None) -> dict[str, Any]:
         state = await self.tasks.get(task_id)
+        inputs = await self._full_refs(inputs)
         contract = build_contract(objective, inputs, state.constraints, constraints, checks, budget, to_agent)
-        for i, ref in enumerate(contract.inputs):
-            if not await self.engine.refs.exists(parse_ref(ref)):
-                raise NotFound("ref", ref, f"inputs[{i}] must be stored first (observe returns refs)")
         parent = parse_budget({k: v for k, v in state.budget.items() if k in BUDGET_KEYS})
         left = remaining(parent, state.consumed_tokens)
         child_tokens = contract.budget.get("tokens")
@@ -77,12 +76,32 @@ class HandoffService:
             contract = Contract(contract.objective, contract.inputs, contract.constraints, contract.checks,
                                 {**contract.budget, "tokens": left}, contract.to_agent)
         hid = "h_" + secrets.token_hex(4)
-        state = await self.tasks.append(task_id, "handoff_created", contract.payload(hid), agent=agent)
+        # redact before journaling AND before caching: the child agent must see what the journal holds,
+        # the same before and after a restart
+        payload = redact_value(contract.payload(hid), self.tasks.redactor)
+        assert isinstance(payload, dict)
+        contract = contract_from_payload(payload)
+        state = await self.tasks.append(task_id, "handoff_created", payload, agent=agent)
         self._contracts[(state.task_id, hid)] = contract
         return {"handoff_id": hid, "status": "created", "contract": contract.payload(hid), "version": state.version}
 
+    async def _full_refs(self, inputs: Any) -> Any:
+        """Input refs in any accepted spelling (short or full, as observe shows them) -> full stored refs."""
+        if not isinstance(inputs, list):
+            return inputs  # build_contract names the problem
+        full = []
+        for i, ref in enumerate(inputs):
+            if not isinstance(ref, str):
+                full.append(ref)
+                continue
+            digest = await self.engine.recall.resolver.resolve(ref, f"inputs[{i}]")
+            if not await self.engine.refs.exists(digest):
+                raise NotFound("ref", f"inputs[{i}] = {make_ref(digest)}", "store it first (observe returns refs)")
+            full.append(make_ref(digest))
+        return full
+
     async def accept(self, task_id: str, handoff_id: Any, agent: Any) -> dict[str, Any]:
-        who = _agent(agent)
+        who = self.tasks.redactor.scrub(_agent(agent))
         hid = self._hid(handoff_id)
         for _ in range(_RETRIES):
             state = await self.tasks.get(task_id)
@@ -105,7 +124,7 @@ class HandoffService:
         raise InvalidInput("handoff_id", f"task {task_id} is changing too fast to accept {hid}; retry")
 
     async def complete(self, task_id: str, handoff_id: Any, agent: Any, result: Any) -> dict[str, Any]:
-        who = _agent(agent)
+        who = self.tasks.redactor.scrub(_agent(agent))
         hid = self._hid(handoff_id)
         state = await self.tasks.get(task_id)
         contract = await self._contract(state, hid)

@@ -128,14 +128,14 @@ def _check_text(where: str, text: str) -> None:
 
 async def resolve(engine: Any, field_name: str, items: list[Item]) -> None:
     """Fill in the text of ref and policy items (refs are verified against their hash on read)."""
-    from bosun.store.refs import make_ref, parse_ref
+    from bosun.store.refs import make_ref
 
     policies: Any = None
     for item in items:
         where = f"{field_name}[{item.index}]"
         if item.kind == "ref":
             assert item.ref is not None
-            digest = parse_ref(item.ref, f"{where}.ref")
+            digest = await engine.recall.resolver.resolve(item.ref, f"{where}.ref")
             try:
                 data = await engine.refs.get(digest)
             except NotFound as exc:

@@ -173,6 +173,7 @@ class TaskService:
         }
         payload = self._scrub(payload)
         extra = [(k, self._scrub(p)) for k, p in extra]
+        agent = self._scrub_agent(agent)
         tid = check_task_id(task_id) if task_id is not None else "t_" + secrets.token_hex(6)
         store = await self.store()
         async with self._lock(tid):
@@ -211,6 +212,7 @@ class TaskService:
         does, for its per-result event): the journal then skips its own pass over them.
         """
         task_id = check_task_id(task_id)
+        agent = self._scrub_agent(agent)
         batch = []
         for kind, payload in items:
             if not isinstance(kind, str) or not kind:
@@ -247,6 +249,10 @@ class TaskService:
                 state = apply_event(state, ev)
             self._states[task_id] = state
             return state
+
+    def _scrub_agent(self, agent: str | None) -> str | None:
+        """The agent name is caller text like any other: it lands in task_events.agent and in snapshots."""
+        return self.redactor.scrub(agent) if isinstance(agent, str) else agent
 
     def _scrub(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         scrubbed = redact_value(dict(payload), self.redactor)

@@ -11,7 +11,6 @@ from pydantic import Field
 from bosun.core.offload.query import DEFAULT_MAX_TOKENS
 from bosun.server.engine import Engine
 from bosun.server.surface import RECORDS, Answer, lifespan_engine, protocol_errors, tool
-from bosun.store.refs import parse_ref
 
 RecallOp = Literal["raw", "head", "tail", "range", "grep", "outline", "aggregate", "jsonl"]
 
@@ -52,5 +51,6 @@ def register(mcp: MCPServer[Engine], engine: Engine) -> None:
     @mcp.resource("bosun://ref/{sha256}", mime_type="application/octet-stream")
     @protocol_errors
     async def ref_resource(sha256: str, ctx: Context) -> bytes:  # type: ignore[type-arg]
-        """Raw bytes of a stored payload, verified against its hash."""
-        return await lifespan_engine(ctx).refs.get(parse_ref(sha256, "sha256"))
+        """Raw bytes of a stored payload (full or short ref, as observe shows it), verified against its hash."""
+        engine = lifespan_engine(ctx)
+        return await engine.refs.get(await engine.recall.resolver.resolve(sha256, "sha256"))

@@ -1,0 +1,46 @@
+"""Issue 14, item 3 (the fields that bypassed redaction) and item 8 (a scan of the raw bytes of
+every file under BOSUN_HOME): a secret sent in any field never lands on disk or reaches another agent."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from mcp import Client
+
+from bosun.server.app import create_server
+from bosun.server.engine import Engine
+
+GITHUB = "ghp_" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Ji1Hg0FeDcBa"
+
+
+def _files_holding(home: Path, needle: bytes) -> list[str]:
+    """Every file under ``home`` whose raw bytes contain ``needle`` (DB, WAL, SHM, logs, daemon file)."""
+    return sorted(str(p.relative_to(home)) for p in home.rglob("*") if p.is_file() and needle in p.read_bytes())
+
+
+def _ok(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+async def test_the_agent_field_and_handoff_contracts_are_redacted_everywhere(engine: Engine, home: Path) -> None:
+    async with Client(create_server(engine)) as client:
+        task_id = _ok(await client.call_tool("plan", {"mode": "start", "objective": "rotate keys", "steps": ["a"],
+                                                      "agent": f"ci-bot {GITHUB}"}))["task_id"]
+        _ok(await client.call_tool("plan", {"mode": "update", "task_id": task_id, "decisions": ["go"],
+                                            "agent": f"ci-bot {GITHUB}"}))
+        _ok(await client.call_tool("checkpoint", {"task_id": task_id, "mode": "snapshot"}))
+        made = _ok(await client.call_tool("handoff", {"task_id": task_id, "mode": "create",
+                                                      "objective": f"push with {GITHUB}"}))
+        status = _ok(await client.call_tool("handoff", {"task_id": task_id, "mode": "status",
+                                                        "handoff_id": made["handoff_id"]}))
+        accepted = _ok(await client.call_tool("handoff", {"task_id": task_id, "mode": "accept",
+                                                          "handoff_id": made["handoff_id"], "agent": "child"}))
+        for answer in (made, status, accepted):  # what the child agent is handed
+            assert GITHUB not in json.dumps(answer)
+            assert "push with" in json.dumps(answer)
+    assert _files_holding(home, GITHUB.encode()) == []
+    assert _files_holding(home, b"rotate keys")  # the scan does see the store's bytes
