@@ -267,12 +267,15 @@ class Freshness:
         }
 
 
+_NOT_APPLICABLE = Freshness("not_applicable")
+
+
 def assess_freshness(
     metadata: dict[str, Any], max_age_days: int | None, as_of: date, preferred_key: str | None
 ) -> Freshness:
     """Date the source from its metadata (preferred key first, then common keys) and age it."""
     if max_age_days is None:
-        return Freshness("not_applicable")
+        return _NOT_APPLICABLE
     if not metadata:
         return Freshness("unknown", note="chunk has no metadata to date it")
     by_lower = {str(k).lower(): k for k in metadata}
