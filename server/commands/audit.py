@@ -19,7 +19,9 @@ HELP = "audit an answer's claims against its sources (dokis input format)"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", help="JSON file with query, chunks, response ('-' reads stdin)")
-    parser.add_argument("--config", type=Path, default=None, help="provenance.toml (default: discovered)")
+    # dest is not "config": bosun.server.cli stores the daemon's Config in args.config
+    parser.add_argument("--config", dest="audit_config", type=Path, default=None,
+                        help="provenance.toml (default: discovered)")
     parser.add_argument("--json", action="store_true", help="print the full report as JSON")
     parser.add_argument("--as-of", default=None, help="evaluate freshness on this date (YYYY-MM-DD)")
     parser.add_argument("--matcher", choices=["auto", "bm25", "semantic"], default=None,
@@ -55,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     missing = [k for k in ("chunks", "response") if k not in data]
     if missing:
         return _fail(f"{args.file}: missing field(s): {', '.join(missing)}")
-    config_path = args.config or discover_config(input_path, Path.cwd())
+    config_path = args.audit_config or discover_config(input_path, Path.cwd())
     try:
         cfg = load_config_file(config_path) if config_path else None
         from bosun.core.audit.config import AuditConfig
