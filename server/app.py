@@ -9,6 +9,7 @@ context (``Context[Engine]``); the tool list is built once through ``server/surf
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -83,8 +84,11 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
     mcp.middleware.append(_reject_unknown_prompts(mcp))
 
     @mcp.custom_route("/healthz", methods=["GET"])
-    async def healthz(_: Request) -> JSONResponse:
-        body = engine.health()
+    async def healthz(request: Request) -> JSONResponse:
+        token = engine.config.token
+        detail = not token or hmac.compare_digest(request.headers.get("authorization", "").encode(),
+                                                  f"Bearer {token}".encode())
+        body = engine.health(detail=detail)  # without the token: liveness only
         return JSONResponse(body, status_code=200 if engine.model_ready() else 503)
 
     return mcp

@@ -219,8 +219,10 @@ class Engine:
             out[i] = cached if cached is not None else emb.inner.embed([texts[i]])[0]
         return out
 
-    def health(self) -> dict[str, Any]:
-        """The body of GET /healthz."""
+    def health(self, detail: bool = True) -> dict[str, Any]:
+        """The body of GET /healthz; without ``detail`` liveness only (no paths, versions or errors)."""
+        if not detail:
+            return {"status": "ok" if self.model_ready() else ("failed" if self.model_state == "failed" else "starting")}
         model_id = self._embedder.model_id() if self._embedder is not None else None
         return {
             "status": "ok" if self.model_ready() else ("failed" if self.model_state == "failed" else "starting"),

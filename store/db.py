@@ -17,6 +17,7 @@ from typing import Any
 
 import aiosqlite
 
+from bosun.store.private import private_dir, private_file, tighten
 from bosun.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 
@@ -46,7 +47,8 @@ class SchemaTooNew(RuntimeError):
 async def open_db(path: Path | str) -> aiosqlite.Connection:
     """Open (creating if needed) the database at ``path`` and migrate it forward."""
     if str(path) != ":memory:":
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        private_dir(Path(path).parent)
+        private_file(Path(path))  # SQLite gives -wal and -shm the database's mode
     conn = await aiosqlite.connect(str(path), isolation_level=None)
     try:
         await run(conn, "PRAGMA journal_mode=WAL")
@@ -54,6 +56,9 @@ async def open_db(path: Path | str) -> aiosqlite.Connection:
         await run(conn, "PRAGMA busy_timeout=5000")
         await run(conn, "PRAGMA foreign_keys=ON")
         await migrate(conn)
+        if str(path) != ":memory:":
+            for suffix in ("-wal", "-shm"):  # left by an older bosun with the old mode
+                tighten(Path(str(path) + suffix))
     except BaseException:
         await conn.close()  # never leave the worker thread behind a failed open
         raise

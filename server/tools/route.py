@@ -24,7 +24,7 @@ from bosun.core.errors import BosunError, InvalidInput
 from bosun.server import telemetry
 from bosun.server.engine import Engine, ModelUnavailable
 from bosun.server.services.policies import CorpusError, PolicyService
-from bosun.server.surface import READ_ONLY, lifespan_engine, protocol_errors, tool
+from bosun.server.surface import READ_ONLY, internal_error, lifespan_engine, protocol_errors, tool
 
 log = logging.getLogger("bosun.route")
 
@@ -93,7 +93,7 @@ def register(mcp: MCPServer[Engine], engine: Engine) -> None:
                 return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401)
         try:
             body = await request.json()
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):
             telemetry.record_failure("input", via="http", delivered_ms=(time.perf_counter() - arrived) * 1000)
             return JSONResponse({"error": "body must be JSON: {\"prompt\": \"...\"}"}, status_code=400)
         if not isinstance(body, dict):
@@ -104,7 +104,6 @@ def register(mcp: MCPServer[Engine], engine: Engine) -> None:
                                arrived, "http")
         except BosunError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
-        except Exception as exc:
-            log.exception("/v1/route failed")
-            return JSONResponse({"error": f"{type(exc).__name__}: {exc}"}, status_code=500)
+        except Exception:
+            return JSONResponse({"error": internal_error("/v1/route")}, status_code=500)
         return JSONResponse(out)

@@ -28,12 +28,15 @@ from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
 from bosun.server.transport.daemon_file import remove_daemon_file, write_daemon_file
+from bosun.server.transport.http_guard import HttpGuard
+from bosun.store.private import tighten_home
 
 log = logging.getLogger("bosun.serve")
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 PUBLIC_PATHS = ("/healthz",)
+DEFAULT_MAX_BODY = 33 * 1024 * 1024  # two default-size payloads JSON-escaped, plus the envelope
 
 
 class ServeError(RuntimeError):
@@ -90,7 +93,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def http_app(mcp: MCPServer[Any], host: str, token: str | None) -> Any:
+def http_app(mcp: MCPServer[Any], host: str, token: str | None, max_body: int = DEFAULT_MAX_BODY) -> Any:
+    """The Starlette app behind every HTTP route, with the same Host/Origin/body rules (and token) for all."""
     if not is_loopback(host) and not token:
         raise ServeError(f"binding to {host} exposes bosun beyond this machine: set BOSUN_TOKEN (a bearer token)")
     security = None
@@ -98,7 +102,8 @@ def http_app(mcp: MCPServer[Any], host: str, token: str | None) -> Any:
         # bearer auth protects a non-loopback bind; Host-header allowlists would break sidecar names
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = mcp.streamable_http_app(host=host, transport_security=security)
-    return BearerAuth(app, token) if token else app
+    guarded = HttpGuard(app, loopback=is_loopback(host), max_body=max_body)
+    return BearerAuth(guarded, token) if token else guarded
 
 
 async def serve(
@@ -111,17 +116,19 @@ async def serve(
 ) -> None:
     """Serve until stopped: SIGTERM/SIGINT, or stdin EOF when stdio is on."""
     engine = engine or Engine(config)
+    tighten_home(config.home)  # 0700, and 0600 for the log and lock files a bridge created before us
     mcp = create_server(engine)
     stop = anyio.Event()
     if http:  # fail before anything starts: a clear ServeError, not a task-group traceback
-        app = http_app(mcp, config.host, config.token)
+        app = http_app(mcp, config.host, config.token, 2 * config.max_payload_bytes + (1 << 20))
         sock = bind_socket(config.host, config.port)
         url = f"http://{_url_host(config.host)}:{sock.getsockname()[1]}/mcp"
     async with anyio.create_task_group() as tg:
         tg.start_soon(_watch_signals, stop)
         if http:
             uv = uvicorn.Server(
-                uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=0.5)
+                uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                               timeout_graceful_shutdown=0.5)  # type: ignore[arg-type]  # uvicorn takes a float
             )
             # bosun handles SIGTERM/SIGINT itself (stopping stdio and HTTP together)
             uv.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]

@@ -1,0 +1,138 @@
+"""One set of HTTP rules for every route (``/mcp``, ``/v1/route``, ``/healthz``): plain ASGI middleware.
+
+The SDK's DNS-rebinding protection covers ``/mcp`` only; custom routes sat outside it. Here,
+for every request:
+
+- Host: on a loopback bind, only a loopback name (a DNS-rebinding page sends its own host).
+- Origin: when sent, it must be a loopback origin on a loopback bind (a browser page elsewhere
+  cannot drive bosun); beyond loopback the bearer token is the guard (sidecar names vary).
+- Body: at most ``max_body`` bytes (``route_body`` for ``/v1/route``), refused with 413 before
+  it is parsed; a JSON body nested deeper than ``MAX_DEPTH`` is refused with 400, so no parser
+  meets a 100,000-level document (a ``RecursionError``).
+
+Refusals are short JSON bodies, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+MAX_DEPTH = 64  # no bosun argument nests deeper than ~10 levels
+ROUTE_BODY = 1 << 20  # /v1/route carries one prompt (at most 100 kB) and top_k
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_STEP = np.zeros(256, dtype=np.int8)
+_STEP[[ord("["), ord("{")]] = 1
+_STEP[[ord("]"), ord("}")]] = -1
+
+
+def json_depth(body: bytes) -> int:
+    """The deepest bracket nesting of a JSON text (strings skipped), in linear time without recursion."""
+    if b"[" not in body and b"{" not in body:
+        return 0
+    bare = _STRING.sub(b"0", body)
+    steps = _STEP[np.frombuffer(bare, dtype=np.uint8)]
+    return int(np.cumsum(steps, dtype=np.int64).max(initial=0))
+
+
+def _host_name(value: str) -> str:
+    """The name part of a Host header (``[::1]:8790`` -> ``[::1]``, ``localhost:1`` -> ``localhost``)."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[: value.find("]") + 1] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def is_loopback_name(name: str) -> bool:
+    return name in LOOPBACK_NAMES or name.startswith("127.")
+
+
+class HttpGuard:
+    """Host, Origin, body-size and nesting rules in front of the whole Starlette app."""
+
+    def __init__(self, app: ASGIApp, *, loopback: bool, max_body: int, route_body: int = ROUTE_BODY) -> None:
+        self.app = app
+        self.loopback = loopback
+        self.max_body = max_body
+        self.route_body = route_body
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.lower(): v for k, v in scope.get("headers") or []}
+        problem = self._header_problem(headers)
+        if problem is not None:
+            await _refuse(send, *problem)
+            return
+        if scope.get("method") not in ("POST", "PUT", "PATCH"):
+            await self.app(scope, receive, send)
+            return
+        limit = self.route_body if scope.get("path") == "/v1/route" else self.max_body
+        declared = headers.get(b"content-length", b"")
+        if declared.isdigit() and int(declared) > limit:
+            await _refuse(send, 413, f"body is {int(declared):,} bytes; the limit is {limit:,}")
+            return
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                await _refuse(send, 413, f"body is over the limit of {limit:,} bytes")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if json_depth(body) > MAX_DEPTH:
+            await _refuse(send, 400, f"JSON nested deeper than {MAX_DEPTH} levels")
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    def _header_problem(self, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
+        if not self.loopback:
+            return None  # beyond loopback the bearer token guards every route
+        host = _host_name(headers.get(b"host", b"").decode("latin-1"))
+        if host and not is_loopback_name(host):
+            return 421, f"Host {host!r} is not this loopback server"
+        origin = headers.get(b"origin")
+        if origin is not None:
+            text = origin.decode("latin-1").strip()
+            name = (urlsplit(text).hostname or "") if text != "null" else "null"
+            if not is_loopback_name(name.lower()) and not is_loopback_name(f"[{name.lower()}]"):
+                return 403, f"Origin {text!r} may not call this server"
+        return None
+
+
+def _replay(body: bytes, receive: Any) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """A ``receive`` that hands the buffered body once, then defers to the real one (disconnects)."""
+    sent = False
+
+    async def replay() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return dict(await receive())
+
+    return replay
+
+
+async def _refuse(send: Any, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
