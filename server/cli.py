@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     _logging(args.verbose)
     try:
-        args.config = Config.from_env(home=Path(args.home).expanduser() if getattr(args, "home", None) else None)
+        args.bosun_config = Config.from_env(home=Path(args.home).expanduser() if getattr(args, "home", None) else None)
     except ConfigError as exc:
         print(f"bosun: {exc}", file=sys.stderr)
         sys.exit(2)

@@ -16,11 +16,11 @@ from bosun.server.config import Config
 
 def config_of(args: argparse.Namespace) -> Config:
     """The command's configuration (set by ``bosun.server.cli.main``; parsed here when called directly)."""
-    config = getattr(args, "config", None)
+    config = getattr(args, "bosun_config", None)
     if not isinstance(config, Config):
         home = getattr(args, "home", None)
         config = Config.from_env(home=Path(home).expanduser() if home else None)
-        args.config = config
+        args.bosun_config = config
     return config
 
 COMMAND_MODULES: list[str] = ["bosun.server.commands.invariants", "bosun.server.commands.verify", "bosun.server.commands.observe", "bosun.server.commands.recall", "bosun.server.commands.select", "bosun.server.commands.audit", "bosun.server.commands.eval_route", "bosun.server.commands.hook", "bosun.server.commands.telemetry"]  # dotted module names, imported lazily by the CLI
