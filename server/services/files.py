@@ -1,7 +1,9 @@
 """FileService: observe(kind="file"), a file the agent read, recorded with its hash; the bytes as a ref.
 
-Only files under ``BOSUN_ROOTS`` are read; the real path is checked against the roots so a
-symlink or ``..`` cannot lead outside them.
+Only files under ``BOSUN_ROOTS`` are read. The file is opened beneath its root's descriptor
+(``safe_open``: openat2 RESOLVE_BENEATH, else O_NOFOLLOW per component), then checked and read
+through that descriptor, so neither a symlink, ``..``, nor a directory swapped mid-call can lead
+outside the roots.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from bosun.core.errors import InvalidInput, NotFound
 from bosun.core.offload.offload import answer_tokens, fast_tokens, short_ref
 from bosun.core.redact import Redactor
+from bosun.server.services.safe_open import Escape, open_beneath, read_fd
 from bosun.server.services.tasks import TaskService
 
 if TYPE_CHECKING:
@@ -30,7 +33,8 @@ class FileService:
         self.tasks = tasks
         self.redactor = redactor
 
-    def _resolve_path(self, path: str) -> Path:
+    def _locate(self, path: str) -> list[tuple[Path, str]]:
+        """(root, path relative to it) pairs to try, checked lexically; nothing is opened yet."""
         roots = [Path(os.path.realpath(r)) for r in self.engine.config.roots]
         if not roots:
             raise InvalidInput("path", "no readable roots are configured", "set BOSUN_ROOTS=/path/a:/path/b")
@@ -39,31 +43,58 @@ class FileService:
         p = Path(path.strip()).expanduser()
         if ".." in p.parts:
             raise InvalidInput("path", "'..' is not allowed (path traversal)", "a path under BOSUN_ROOTS")
-        candidates = [p] if p.is_absolute() else [root / p for root in roots]
-        for cand in candidates:
-            real = Path(os.path.realpath(cand))
-            for root in roots:
-                if (real == root or root in real.parents) and os.path.lexists(cand):
-                    return real
-        if any(os.path.lexists(c) for c in candidates):
-            raise InvalidInput("path", f"{path} resolves outside BOSUN_ROOTS (symlink or absolute path)",
-                               ", ".join(str(r) for r in roots))
-        raise NotFound("file", path, f"not found under {', '.join(str(r) for r in roots)}")
+        if not p.is_absolute():
+            return [(root, str(p)) for root in roots]
+        given = [Path(os.path.abspath(r)) for r in self.engine.config.roots]
+        found = [(root, str(p.relative_to(base))) for root, alias in zip(roots, given, strict=True)
+                 for base in dict.fromkeys((root, alias)) if p != base and p.is_relative_to(base)]
+        if not found:
+            raise InvalidInput("path", f"{path} resolves outside BOSUN_ROOTS (an absolute path under no root)", ", ".join(str(r) for r in roots))
+        return list(dict.fromkeys(found))
+
+    def _open(self, path: str) -> tuple[int, Path]:
+        """A descriptor of the file, opened beneath its root (race-free), and its real path."""
+        places = self._locate(path)
+        escaped = False
+        for root, rel in places:
+            try:
+                fd = open_beneath(str(root), rel)
+            except Escape:
+                escaped = True
+                continue
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise InvalidInput("path", f"{path} cannot be opened: {exc.strerror or 'error'}") from exc
+            try:
+                real = Path(os.readlink(f"/proc/self/fd/{fd}"))
+            except OSError:
+                real = root / rel
+            return fd, real
+        roots = ", ".join(str(r) for r, _ in places)
+        if escaped:
+            raise InvalidInput("path", f"{path} resolves outside BOSUN_ROOTS (symlink or absolute path)", roots)
+        raise NotFound("file", path, f"not found under {roots}")
 
     async def observe_file(self, task_id: str, path: str, agent: str | None = None) -> dict[str, Any]:
-        """Record a file the agent read: path, sha256 (of the scrubbed bytes), mtime, size; content as a ref."""
-        real = self._resolve_path(path)
+        """Record a file the agent read: path, sha256 (of the scrubbed bytes), mtime, size; content as a ref.
+
+        Checked and read through one descriptor opened beneath the root: what is checked is what is read."""
+        fd, real = self._open(path)
         try:
-            st = os.stat(real)
-        except OSError as exc:
-            raise NotFound("file", path, str(exc)) from exc
-        if not stat.S_ISREG(st.st_mode):
-            raise InvalidInput("path", f"{path} is not a regular file")
-        limit = self.engine.config.max_file_bytes
-        if st.st_size > limit:
-            raise InvalidInput("path", f"{path} is {st.st_size} bytes; the limit is {limit} (BOSUN_MAX_FILE_BYTES)")
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise InvalidInput("path", f"{path} is not a regular file")
+            limit = self.engine.config.max_file_bytes
+            if st.st_size > limit:
+                raise InvalidInput("path", f"{path} is {st.st_size} bytes; the limit is {limit} (BOSUN_MAX_FILE_BYTES)")
+            try:
+                raw = read_fd(fd, limit)
+            except OSError as exc:
+                raise InvalidInput("path", f"{path} could not be read: {exc.strerror or 'error'}") from exc
+        finally:
+            os.close(fd)
         state = await self.tasks.get(task_id)
-        raw = real.read_bytes()[: limit + 1]
         if len(raw) > limit:
             raise InvalidInput("path", f"{path} grew past the limit of {limit} bytes while being read")
         data, redactions = self.redactor.redact_bytes(raw)
