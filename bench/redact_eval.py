@@ -4,7 +4,10 @@ SWE-bench runs hold no live credentials, so every redaction is a candidate false
 positive; each one is printed with its context for a hand label. The script also
 counts git SHAs, sha256 digests and UUIDs before and after scrubbing: they must all survive.
 
-    python bench/redact_eval.py [--show N]
+    python bench/redact_eval.py [--show N] [--set miniswe-dev|tau-airline]
+
+miniswe-dev is the set the rules were checked on while writing them; tau-airline (airline
+customer-service tool calls, never looked at while writing rules) measures transfer.
 """
 
 from __future__ import annotations
@@ -32,15 +35,17 @@ IDS = {
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--show", type=int, default=60, help="print this many redactions with context")
+    ap.add_argument("--set", default="miniswe-dev", help="trajectory set under shared/data/trajectories")
     args = ap.parse_args()
-    path = SHARED / "data" / "trajectories" / "miniswe-dev.jsonl.gz"
+    path = SHARED / "data" / "trajectories" / f"{args.set}.jsonl.gz"
     with gzip.open(path, "rt") as fh:
         runs = [json.loads(line) for line in fh]
     r = Redactor()
     texts: list[str] = []
     for run in runs:
         for call in run["calls"]:
-            texts.append(call.get("output") or "")
+            out = call.get("output") or ""
+            texts.append(out if isinstance(out, str) else json.dumps(out))
             texts.append(json.dumps(call.get("args") or {}))
     total_bytes = sum(len(t.encode()) for t in texts)
     rule_counts: Counter[str] = Counter()

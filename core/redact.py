@@ -146,6 +146,7 @@ def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
+_PASSWORD_NAME = r"[A-Za-z0-9_.-]*?(?:passw(?:or)?d|passphrase|[A-Za-z0-9]_pwd)[A-Za-z0-9_]*?"
 _ASSIGN_NAME = r"[A-Za-z0-9_.-]*?(?:_KEY|_TOKEN|_SECRET|SECRET_KEY|_PASSWORD|_PASSWD|_PWD|API_?KEY|ACCESS_?KEY|PASSWORD|PASSWD|SECRET|TOKEN)"
 
 DEFAULT_RULES: tuple[Rule, ...] = (
@@ -153,6 +154,13 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "private_key",
         _rx(r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"),
         ("private key",), end_needle="-----end ",
+    ),
+    # a secret access key under a neutral name ({"id": "AKIA...", "value": "<40 chars>"}): found by
+    # the key id beside it, before the id itself is replaced
+    Rule(
+        "aws_secret_near_key_id",
+        _rx(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b.{0,160}?(?<![A-Za-z0-9/+=])([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"),
+        ("akia", "asia"), group=1, accept=lambda s: _base64_secret(s),
     ),
     Rule("aws_access_key", _rx(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"), ("akia", "asia", "agpa", "aida", "aroa", "anpa", "anva", "aipa")),
     Rule(
@@ -198,6 +206,30 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         _rx(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@\"'<>]{1,128}:([^\s@/\"'<>]{1,256})@[A-Za-z0-9.\-\[]"),
         (":/(?=/)",), group=1, quick=("://",),
         accept=lambda s: _url_password(s), requires=_rx("@"),
+    ),
+    # passwords are often short and plain (``hunter2hunter2``), so no entropy gate: the name says
+    # what the value is; the checks below keep code (``password=password``, ``get_password()``),
+    # paths (``PWD=/home/u``) and placeholders (``${DB_PASSWORD}``, ``changeme``).
+    Rule(
+        "password_quoted",
+        _rx(r"(?i)\b(" + _PASSWORD_NAME + r")[\"']?\s*(?::=|=|:)\s*([\"'])((?:(?!\2)[^\n\\]|\\.){4,256}?)\2"),
+        ("passw", "passphrase", "_pwd"), group=3, name_group=1, accept=lambda s: _password_value(s, quoted=True),
+    ),
+    Rule(
+        "password_bare",
+        _rx(r"(?i)\b(" + _PASSWORD_NAME + r")[\"']?[ \t]*(?::=|=|:)[ \t]*([^\s\"'`,;)}\]\\]{4,256})(?=[\s,;)}\]\\]|$)",
+            re.MULTILINE),
+        ("passw", "passphrase", "_pwd"), group=2, name_group=1, accept=lambda s: _password_value(s, quoted=False),
+    ),
+    Rule(
+        "password_flag",
+        _rx(r"(?i)(?<![\w-])--(?:password|passwd|pass)(?:=|[ \t]+)([\"']?)([^\s\"']{3,256})\1(?=[\s\"']|$)"),
+        ("--pass",), group=2, accept=lambda s: _password_value(s, quoted=False),
+    ),
+    Rule(
+        "mysql_password",
+        _rx(r"\bmysql(?:dump|admin|import|check|show|slap)?\b[^\n|;&]*?(?<=\s)-p(?:=)?([^\s\"'-][^\s\"']{2,255})"),
+        ("mysql",), group=1, accept=lambda s: _password_value(s, quoted=True),
     ),
     Rule(
         "secret_assignment",
@@ -251,6 +283,33 @@ _PLACEHOLDERS = frozenset(
 )
 
 RULE_NAMES = tuple(r.name for r in DEFAULT_RULES)
+
+
+def _password_value(value: str, quoted: bool) -> bool:
+    """A password value, not code, a path, an empty or templated placeholder, or a redaction marker."""
+    v = value.strip()
+    low = v.lower()
+    if len(v) < 4 or "redacted" in low or low in _PLACEHOLDERS or set(low) <= {"*", "x", ".", "-", "_"}:
+        return False
+    if any(part in low for part in _PLACEHOLDER_PARTS):
+        return False  # 'testpass123', 'somepassword', 'example-secret': fixtures and docs spell out what they are
+    if v[0] in "$%<{[(*/~." or low.startswith(("none", "null", "true", "false", "required", "optional")):
+        return False
+    if not quoted and _CODE_VALUE.match(v) and not any(ch.isdigit() for ch in v):
+        return False  # password=password, PASSWORD: str, password = self.password
+    # password=get_password(), password=args.password2: code, not a value
+    return "(" not in v and not (not quoted and "." in v and _CODE_VALUE.match(v))
+
+
+def _base64_secret(value: str) -> bool:
+    """A 40-character base64 secret: upper, lower and digits mixed, random-looking (not hex, not a word run)."""
+    return (any(c.isupper() for c in value) and any(c.islower() for c in value) and any(c.isdigit() for c in value)
+            and not _HEX_ONLY.match(value) and shannon_bits(value) >= 4.0)
+
+
+_CODE_VALUE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.]*$")
+_PLACEHOLDER_PARTS = ("pass", "secret", "test", "example", "sample", "dummy", "fake", "changeme", "placeholder",
+                      "xxx", "foo", "your")
 
 
 # an anchor is looked up by its rarest byte pair (fewest candidates to check); a pair's rank in
