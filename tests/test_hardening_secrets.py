@@ -76,3 +76,36 @@ def test_the_password_forms_of_issue_14_are_scrubbed(text: str, secret: str) -> 
 @pytest.mark.parametrize("text", CODE_THAT_SURVIVES)
 def test_code_about_passwords_survives(text: str) -> None:
     assert Redactor().scrub(text) == text
+
+
+PASSWORD = "Jq8#vLm2$wQz9!pR"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+LEAKS = (f"GITHUB_TOKEN={GITHUB} DB_PASSWORD={PASSWORD} "
+         f'{{"id": "AKIAIOSFODNN7EXAMPLE", "value": "{AWS_SECRET}"}}')
+
+
+async def test_a_secret_in_any_text_field_of_any_tool_never_reaches_disk(engine: Engine, home: Path) -> None:
+    async with Client(create_server(engine)) as client:
+        started = _ok(await client.call_tool("plan", {
+            "mode": "start", "objective": f"o {LEAKS}", "steps": [f"s {LEAKS}"], "constraints": [f"c {LEAKS}"],
+            "decisions": [f"d {LEAKS}"], "lessons": [f"l {LEAKS}"], "rules": f"r {LEAKS}", "agent": f"a {LEAKS}",
+            "memory": [{"scope": "task", "key": "k", "text": f"m {LEAKS}"}]}))
+        task_id = started["task_id"]
+        for kind, extra in [("result", {"tool": f"bash {LEAKS}", "args": {"cmd": LEAKS}, "result": LEAKS * 200}),
+                            ("failure", {"tool": "bash", "args": {"cmd": LEAKS}, "result": f"boom {LEAKS}"}),
+                            ("decision", {"text": f"use {LEAKS}"}), ("constraint", {"text": f"never {LEAKS}"}),
+                            ("head", {"text": f"system prompt {LEAKS}"})]:
+            _ok(await client.call_tool("observe", {"task_id": task_id, "kind": kind, "agent": f"a {LEAKS}", **extra}))
+        await client.call_tool("precheck", {"task_id": task_id, "tool": "bash", "args": {"command": f"echo {LEAKS}"}})
+        made = _ok(await client.call_tool("handoff", {"task_id": task_id, "mode": "create", "objective": f"o {LEAKS}",
+                                                      "constraints": [LEAKS], "to_agent": "child"}))
+        _ok(await client.call_tool("handoff", {"task_id": task_id, "mode": "accept", "handoff_id": made["handoff_id"],
+                                               "agent": "child"}))
+        await client.call_tool("handoff", {"task_id": task_id, "mode": "complete", "handoff_id": made["handoff_id"],
+                                           "agent": "child", "result": {"note": LEAKS}})
+        for mode in ("snapshot", "report", "compact"):
+            await client.call_tool("checkpoint", {"task_id": task_id, "mode": mode})
+        answers = json.dumps([made, started])
+    for secret in (GITHUB, PASSWORD, AWS_SECRET):
+        assert secret not in answers
+        assert _files_holding(home, secret.encode()) == [], secret

@@ -129,6 +129,8 @@ class HandoffService:
         state = await self.tasks.get(task_id)
         contract = await self._contract(state, hid)
         passed, failures = check_result(contract, result)  # validates result before anything is stored
+        result = redact_value(result, self.tasks.redactor)  # checked as sent, stored (ref and journal) scrubbed
+        assert isinstance(result, dict)
         body = json.dumps(result, sort_keys=True, ensure_ascii=False).encode("utf-8")
         inline = result if len(body) <= INLINE_RESULT_BYTES else {"keys": sorted(result)[:50]}
         ref: str | None = None
