@@ -9,6 +9,8 @@ context (``Context[Engine]``); the tool list is built once through ``server/surf
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import difflib
 import hmac
 import logging
 from collections.abc import AsyncIterator
@@ -82,6 +84,7 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
             register(mcp, engine)
 
     mcp.middleware.append(_reject_unknown_prompts(mcp))
+    mcp.middleware.append(_ref_uri_forms)
 
     @mcp.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> JSONResponse:
@@ -95,14 +98,43 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
 
 
 def _reject_unknown_prompts(mcp: MCPServer[Engine]) -> Any:
-    """An unknown prompt is a -32602 naming the known ones (the SDK answers it with code 0)."""
+    """Prompt calls checked before the SDK: an unknown prompt (the SDK answers code 0) or a missing or
+    unknown argument (the SDK answers -32603 and logs a traceback) is a -32602 naming the field."""
 
     async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         if ctx.method == "prompts/get":
-            name = (ctx.params or {}).get("name") if isinstance(ctx.params, dict) else None
-            known = sorted(p.name for p in await mcp.list_prompts())
-            if name not in known:
-                raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name!r}; known prompts: {', '.join(known)}")
+            params = ctx.params if isinstance(ctx.params, dict) else {}
+            name = params.get("name")
+            prompts = {p.name: p for p in await mcp.list_prompts()}
+            prompt = prompts.get(name) if isinstance(name, str) else None
+            if prompt is None:
+                raise MCPError(INVALID_PARAMS, f"Unknown prompt: {name!r}; known prompts: {', '.join(sorted(prompts))}")
+            given = params.get("arguments") or {}
+            if not isinstance(given, dict):
+                raise MCPError(INVALID_PARAMS, "arguments: must be an object of named string arguments")
+            declared = prompt.arguments or []
+            known = [a.name for a in declared]
+            unknown = [k for k in given if k not in known]
+            if unknown:
+                close = difflib.get_close_matches(str(unknown[0]), known, n=1)
+                hint = f"did you mean {close[0]!r}? " if close else ""
+                raise MCPError(INVALID_PARAMS, f"{unknown[0]}: unknown argument of prompt {name}; {hint}"
+                                               f"known: {', '.join(known)}")
+            missing = [a.name for a in declared if a.required and a.name not in given]
+            if missing:
+                raise MCPError(INVALID_PARAMS, f"{missing[0]}: required by prompt {name} and missing")
         return await call_next(ctx)
 
     return middleware
+
+
+REF_URI = "bosun://ref/"
+
+
+async def _ref_uri_forms(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+    """``bosun://ref/mem://sha256:<hex>`` (a ref pasted whole) reads like ``bosun://ref/<hex>``: one ref form."""
+    if ctx.method == "resources/read" and isinstance(ctx.params, dict):
+        uri = ctx.params.get("uri")
+        if isinstance(uri, str) and uri.startswith(REF_URI + "mem://"):
+            ctx = dataclasses.replace(ctx, params={**ctx.params, "uri": REF_URI + uri[len(REF_URI + "mem://"):]})
+    return await call_next(ctx)

@@ -151,7 +151,7 @@ def argument_guard(tools: Sequence[Tool]) -> Any:
                                            f"got {_json_type(arguments)}")
         problem = argument_problem(built, arguments)
         if problem is not None:
-            log.info("tool %s refused arguments: %s", name, problem.split(":", 1)[0])
+            log.info("tool %s refused its arguments", name)  # not the field: a key can be caller data
             return CallToolResult(content=[TextContent(type="text", text=problem)], is_error=True)
         return await call_next(ctx)
 
@@ -224,7 +224,8 @@ def build_tools(functions: Sequence[Callable[..., Any]], wanted: Sequence[str] =
     tools = []
     for fn in functions:
         built = Tool.from_function(fn, annotations=getattr(fn, _SPEC), structured_output=False)
-        built.parameters = slim_schema(built.parameters)
+        # additionalProperties false: clients that validate see the rule argument_guard enforces
+        built.parameters = {**slim_schema(built.parameters), "additionalProperties": False}
         tools.append(built)
     if wanted:
         known = {t.name for t in tools}

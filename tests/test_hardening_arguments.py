@@ -86,6 +86,15 @@ async def test_an_unknown_prompt_is_invalid_params(client: Client) -> None:
     assert exc.value.error.code == -32602 and "task-resume" in exc.value.error.message
 
 
+async def test_prompt_arguments_are_checked_like_tool_arguments(client: Client) -> None:
+    with pytest.raises(MCPError) as exc:
+        await client.get_prompt("task-resume", {})
+    assert exc.value.error.code == -32602 and exc.value.error.message.startswith("task_id: required")
+    with pytest.raises(MCPError) as exc:
+        await client.get_prompt("task-resume", {"task_ld": "t_x"})
+    assert exc.value.error.code == -32602 and "did you mean 'task_id'" in exc.value.error.message
+
+
 async def test_an_internal_failure_returns_an_error_id_not_the_exception_text(
         engine: Engine, caplog: pytest.LogCaptureFixture) -> None:
     async def broken(*_: Any, **__: Any) -> Any:
@@ -101,3 +110,8 @@ async def test_an_internal_failure_returns_an_error_id_not_the_exception_text(
     match = re.search(r"internal error ([0-9a-f]{8})", text)
     assert match, text
     assert any(match.group(1) in r.getMessage() and r.exc_info for r in caplog.records)  # the log keeps it
+
+
+async def test_listed_schemas_declare_that_no_other_argument_is_accepted(client: Client) -> None:
+    for listed in (await client.list_tools()).tools:
+        assert listed.input_schema.get("additionalProperties") is False, listed.name

@@ -51,8 +51,9 @@ async def test_select_context_ref_candidates_take_the_short_ref(client: Client) 
 
 async def test_the_ref_resource_takes_the_short_ref(client: Client) -> None:
     _, short = await _task_and_short_ref(client)
-    for spelling in _spellings(short):
-        read = await client.read_resource(f"bosun://ref/{spelling.removeprefix('mem://')}")
+    for spelling in [*_spellings(short), short]:  # the last: the ref pasted whole, mem:// and all
+        uri = f"bosun://ref/{spelling}" if spelling is short else f"bosun://ref/{spelling.removeprefix('mem://')}"
+        read = await client.read_resource(uri)
         blob: Any = read.contents[0]
         assert base64.b64decode(blob.blob) == BIG.encode()
 
