@@ -13,7 +13,6 @@ from mcp import Client, MCPError
 
 from bosun.server.app import create_server
 from bosun.server.engine import Engine
-from bosun.server.surface import argument_guard, build_tools
 from bosun.server.tools import TOOL_MODULES
 
 
@@ -68,6 +67,8 @@ async def test_validation_messages_are_for_a_person(client: Client) -> None:
 
 
 async def test_arguments_that_are_not_an_object_are_a_protocol_error_naming_the_field(engine: Engine) -> None:
+    from bosun.server.surface import argument_guard, build_tools
+
     tools = build_tools([fn for module in TOOL_MODULES for fn in module.TOOLS])
     guard = argument_guard(tools)
 

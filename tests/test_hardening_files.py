@@ -20,7 +20,6 @@ from bosun.core.errors import BosunError
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.services import safe_open
 
 
 @pytest.fixture
@@ -63,6 +62,8 @@ def _exchanger() -> Callable[[Path, Path], None] | None:
 @pytest.fixture(params=["openat2", "nofollow"])
 def opener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "nofollow":  # the fallback for kernels without openat2
+        from bosun.server.services import safe_open
+
         monkeypatch.setattr(safe_open, "_openat2", lambda _fd, _rel: None)
     return str(request.param)
 
