@@ -54,7 +54,7 @@ class SelfCalibration:
                 f"one-word gate bg_z {self.solo_bg_z:.1f} (p{round(GATE_LEVEL * 100)}), "
                 f"second document {self.next_threshold:.2f}")
 
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, float | int | dict[str, float]]:
         return {"threshold": round(self.threshold, 3), "solo_bg_z": round(self.solo_bg_z, 2),
                 "next_threshold": round(self.next_threshold, 3), "background_prompts": self.n_background,
                 "null_p_median": round(self.null_p_median, 3), "null_bg_z_median": round(self.null_bg_z_median, 2),

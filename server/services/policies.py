@@ -428,11 +428,14 @@ class PolicyService:
         if self.served is not None:
             return self.served
         if self._first is not None and not self._first.done():
-            served = asyncio.ensure_future(self._served.wait())
+            served: asyncio.Future[Any] = asyncio.ensure_future(self._served.wait())
+            first: asyncio.Future[Any] = asyncio.shield(self._first)
             try:
-                await asyncio.wait({served, asyncio.shield(self._first)}, return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait({served, first}, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 served.cancel()
+                if first.done() and not first.cancelled():
+                    first.exception()  # retrieved here; the reason is reported through self.error below
         if self.served is None:
             # never loaded: try again, so the caller sees the real reason (model failed, duplicate names)
             return await self.reload()
