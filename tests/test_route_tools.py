@@ -96,6 +96,10 @@ async def test_reload_on_file_change_reembeds_only_changed_text(tmp_path: Path, 
         res = await client.call_tool("get_policy", {"name": "deploy"})
         assert not res.is_error
         svc: PolicyService = engine.extensions[EXTENSION_KEY]
+        for _ in range(200):  # the first build serves from whole surfaces, then embeds the rest
+            if svc.index_state()["state"] == "ready":
+                break
+            await asyncio.sleep(0.02)
         gen = svc.served.generation  # type: ignore[union-attr]
         before = list(embedder.seen)
         (corpus / "migrate.md").write_text(MIGRATE)
