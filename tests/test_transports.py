@@ -83,8 +83,9 @@ async def test_http_daemon_health_calls_and_bad_input(tmp_path: Path) -> None:
             assert "recall" in {t.name for t in tools.tools}
             await client.call_tool("route", {"prompt": "how do I rotate a leaked API key"})  # waits for the index
         _, body = health(daemon["url"])
-        index = body["route_index"]  # reported apart from the model
-        assert index["state"] == "ready" and index["documents"] > 0 and index["done"] == index["total"] > 0
+        index = body["route_index"]  # reported apart from the model; a route is served from generation 1 on
+        assert index["state"] in ("building", "ready") and index["documents"] > 0
+        assert 0 < index["done"] <= index["total"]
     finally:
         stop(proc.pid)
         proc.wait(timeout=15)
