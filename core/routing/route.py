@@ -34,6 +34,7 @@ from bosun.core.routing.abstain import SHIPPED, OperatingPoint, admissible, cand
 from bosun.core.routing.background import BACKGROUND
 from bosun.core.routing.calibrate import SelfCalibration, from_null, leave_one_out_z
 from bosun.core.routing.corpus import Policy
+from bosun.core.text import stem  # the project's one stemmer (measured: same MetaTool quality, see docs)
 
 RRF_K = 60
 
@@ -49,30 +50,6 @@ _EXTRA_STOP = {
 STOP_WORDS = frozenset(ENGLISH_STOP_WORDS) | frozenset(_EXTRA_STOP)
 _WORD = re.compile(r"[a-z0-9][a-z0-9+#]*(?:'[a-z]+)?")
 _PHRASE_SPLIT = re.compile(r"\s*(?:[;,:!?()]|\.\s|\s[-\u2013\u2014]\s)\s*")
-_DOUBLE = re.compile(r"([b-df-hj-km-np-rtv-z])\1$")
-
-
-def stem(word: str) -> str:
-    """A small suffix stripper: enough that deploy/deploying/deployment meet."""
-    w = word
-    if len(w) <= 3:
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    for suffix, repl in (("ational", "ate"), ("ization", "ize"), ("ation", "ate"), ("ments", ""), ("ment", ""),
-                         ("ness", ""), ("ing", ""), ("ed", ""), ("ers", ""), ("er", ""), ("ly", ""), ("e", "")):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[: len(w) - len(suffix)] + repl
-            if suffix in ("ing", "ed", "er", "ers") and _DOUBLE.search(w) and not w.endswith(("ll", "ss", "zz")):
-                w = w[:-1]
-            if repl == "ate":
-                w = w[:-1]  # migrate / migration / migrating all end as "migrat"
-            break
-    return w
 
 
 # engineering shorthand a prompt uses and a policy spells out (lexical side only; the model knows them)
