@@ -128,6 +128,9 @@ async def bench_size(n: int, queries: list[str], home: Path, work: Path) -> dict
         await engine.embedder()
         t0 = time.perf_counter()
         await svc.ready()
+        out["first_served_s"] = time.perf_counter() - t0  # an index from whole surfaces answers routes
+        while svc.index_state()["state"] not in ("ready", "failed"):
+            await asyncio.sleep(0.01)
         out["build_first_s"] = time.perf_counter() - t0  # cold unless this home has embedded the corpus before
         t0 = time.perf_counter()
         await svc.reload()
@@ -177,13 +180,13 @@ async def main_async(sizes: list[int], nq: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         # a fresh home per size: "first build" is cold (every text embedded), "rebuild" is a restart
-        print("| docs | first build s | rebuild (cached) s | reload 1 edit s | embed 1 query ms | no-op MCP ms "
+        print("| docs | first served s | first build s | rebuild (cached) s | reload 1 edit s | embed 1 query ms | no-op MCP ms "
               "| route in-process ms | route MCP ms | MCP / (embed+no-op) | engine.embed ms | MCP / (engine.embed+no-op) "
               "| cached ms |")
-        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
         for n in sizes:
             r = await bench_size(n, qs, work / f"home-{n}", work)
-            print(f"| {n} | {r['build_first_s']:.2f} | {r['rebuild_cached_s']:.3f} | {r['reload_one_edit_s']:.3f} "
+            print(f"| {n} | {r['first_served_s']:.2f} | {r['build_first_s']:.2f} | {r['rebuild_cached_s']:.3f} | {r['reload_one_edit_s']:.3f} "
                   f"| {r['embed_one_ms']:.2f} | {r['noop_mcp_ms']:.2f} | {r['route_inproc_ms']:.2f} "
                   f"| {r['route_mcp_ms']:.2f} | {r['mcp_ratio']:.2f} | {r['engine_embed_ms']:.2f} | {r['mcp_ratio_engine']:.2f} "
                   f"| {r['route_cached_ms']:.3f} |", flush=True)
