@@ -22,6 +22,7 @@ import functools
 import json
 import logging
 import secrets
+import traceback
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, ParamSpec, TypeVar
@@ -34,6 +35,7 @@ from mcp.types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult, TextConten
 from pydantic import ValidationError
 
 from bosun.core.errors import BosunError
+from bosun.core.redact import default_redactor
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -111,9 +113,10 @@ def protocol_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
 def internal_error(where: str) -> str:
     """Log the exception being handled under a fresh id; the message names only the id.
 
-    The exception's own text can hold paths, SQL or the caller's data: it stays in the log."""
+    The exception's own text can hold paths, SQL or the caller's data: it stays in the (scrubbed) log."""
     error_id = secrets.token_hex(4)
-    log.exception("error %s in %s", error_id, where)
+    # the traceback can quote caller data (a payload in an exception message): scrubbed like everything stored
+    log.error("error %s in %s\n%s", error_id, where, default_redactor().scrub(traceback.format_exc()))
     return (f"internal error {error_id} in {where}: bosun could not finish this call; it is not caused by "
             f"your arguments. Retry once; if it fails again, report error id {error_id}")
 

@@ -98,8 +98,10 @@ async def test_prompt_arguments_are_checked_like_tool_arguments(client: Client) 
 
 async def test_an_internal_failure_returns_an_error_id_not_the_exception_text(
         engine: Engine, caplog: pytest.LogCaptureFixture) -> None:
+    token = "ghp_" + "Q1w2E3r4T5y6U7i8O9p0A1s2D3f4G5h6J7k8"
+
     async def broken(*_: Any, **__: Any) -> Any:
-        raise RuntimeError("sqlite at /home/alice/.bosun/bosun.db is locked by pid 4242")
+        raise RuntimeError(f"sqlite at /home/alice/.bosun/bosun.db is locked by pid 4242 (payload {token})")
 
     async with Client(create_server(engine)) as client:
         engine.recall.recall = broken  # type: ignore[method-assign]
@@ -110,7 +112,9 @@ async def test_an_internal_failure_returns_an_error_id_not_the_exception_text(
     assert "alice" not in text and "RuntimeError" not in text and "locked" not in text
     match = re.search(r"internal error ([0-9a-f]{8})", text)
     assert match, text
-    assert any(match.group(1) in r.getMessage() and r.exc_info for r in caplog.records)  # the log keeps it
+    logged = [r.getMessage() for r in caplog.records if match.group(1) in r.getMessage()]
+    assert logged and "locked by pid 4242" in logged[0] and "Traceback" in logged[0]  # the log keeps it,
+    assert token not in logged[0]  # scrubbed
 
 
 async def test_listed_schemas_declare_that_no_other_argument_is_accepted(client: Client) -> None:
