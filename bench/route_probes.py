@@ -12,7 +12,6 @@ point and with the gate off.
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -44,10 +43,10 @@ def main() -> int:
     emb = load_model()
     index = build_index_with(scan_corpus([demo_corpus_dir()]).policies, emb)
     vecs = embed_cached(emb, list(PROBES))
-    for label, op in (("shipped", SHIPPED), ("gate off", dataclasses.replace(SHIPPED, solo_bg_z=GATE_OFF))):
+    for label, gate in (("self-calibrated (default)", None), ("gate off", GATE_OFF)):
         routed = 0
         for prompt, vec in zip(PROBES, vecs, strict=True):
-            hits = [h.name for h in route(index, prompt, vec, op).hits]
+            hits = [h.name for h in route(index, prompt, vec, SHIPPED, solo_bg_z=gate).hits]
             if hits:
                 routed += 1
                 print(f"{label}: {prompt!r} -> {', '.join(hits)}")
@@ -55,8 +54,8 @@ def main() -> int:
     held = build_index_with(scan_corpus([REPO / "examples" / "policies-heldout"]).policies, emb)
     rows = parse_labelled((REPO / "bench" / "labels" / "route_probes_b.jsonl").read_text().splitlines())
     bvecs = embed_cached(emb, [r.prompt for r in rows])
-    for label, op in (("shipped", SHIPPED), ("gate off", dataclasses.replace(SHIPPED, solo_bg_z=GATE_OFF))):
-        got = [[h.name for h in route(held, r.prompt, v, op).hits] for r, v in zip(rows, bvecs, strict=True)]
+    for label, gate in (("self-calibrated (default)", None), ("gate off", GATE_OFF)):
+        got = [[h.name for h in route(held, r.prompt, v, SHIPPED, solo_bg_z=gate).hits] for r, v in zip(rows, bvecs, strict=True)]
         for r, names in zip(rows, got, strict=True):
             if (not r.expected and names) or (r.expected and not set(r.expected) & set(names)):
                 print(f"set B {label}: {r.prompt!r} -> {', '.join(names) or '(nothing)'}; expected {', '.join(r.expected) or 'nothing'}")
