@@ -214,12 +214,14 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "password_quoted",
         _rx(r"(?i)\b(" + _PASSWORD_NAME + r")[\"']?\s*(?::=|=|:)\s*([\"'])((?:(?!\2)[^\n\\]|\\.){4,256}?)\2"),
         ("passw", "passphrase", "_pwd"), group=3, name_group=1, accept=lambda s: _password_value(s, quoted=True),
+        hit_filter=lambda data, end: _PASSWORD_TAIL.match(data, end) is not None,
     ),
     Rule(
         "password_bare",
         _rx(r"(?i)\b(" + _PASSWORD_NAME + r")[\"']?[ \t]*(?::=|=|:)[ \t]*([^\s\"'`,;)}\]\\]{4,256})(?=[\s,;)}\]\\]|$)",
             re.MULTILINE),
         ("passw", "passphrase", "_pwd"), group=2, name_group=1, accept=lambda s: _password_value(s, quoted=False),
+        hit_filter=lambda data, end: _PASSWORD_TAIL.match(data, end) is not None,
     ),
     Rule(
         "password_flag",
@@ -258,6 +260,11 @@ _ASSIGN_TAIL = re.compile(
     + rb"[\"']?[A-Za-z0-9+/=_\-.~!@#%^*]{16,512}+(?=[\"'\s,;)}\]\x1c-\x1f\x80-\xff]|\Z)",
     re.IGNORECASE,
 )
+
+
+# after a password anchor: the rest of the name, an optional quote, then := = or : (skips the
+# many ``check_password(`` / ``self.password`` occurrences in code before any regex runs)
+_PASSWORD_TAIL = re.compile(rb"[_.\-0-9a-z]{0,24}+[\"']?[ \t]*+(?::=|=|:)", re.IGNORECASE)
 
 
 def _assignment_follows(data: bytes, end: int) -> bool:
