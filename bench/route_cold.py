@@ -27,7 +27,7 @@ from route_common import REPO
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.services.policies import EXTENSION_KEY, PolicyService
+from bosun.server.services.policies import PolicyService
 
 PROMPT = "Ship version 2.4.1 of the billing service to prod"
 
@@ -40,7 +40,7 @@ async def cold(name: str, corpus: list[Path], home: Path) -> None:
         res = await client.call_tool("route", {"prompt": PROMPT})
         first = time.perf_counter() - t0
         out = res.structured_content or {}
-        svc: PolicyService = engine.extensions[EXTENSION_KEY]
+        svc: PolicyService = engine.policies
         while svc.index_state()["state"] not in ("ready", "failed"):
             await asyncio.sleep(0.05)
         full = time.perf_counter() - t0

@@ -40,7 +40,7 @@ from route_common import metatool_docs, metatool_queries
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.services.policies import EXTENSION_KEY, PolicyService
+from bosun.server.services.policies import PolicyService
 
 
 def synth_corpus(root: Path, n: int) -> None:
@@ -124,7 +124,7 @@ async def bench_size(n: int, queries: list[str], home: Path, work: Path) -> dict
 
     out: dict[str, float] = {"docs": n}
     async with Client(server) as client, Client(noop) as noop_client:
-        svc: PolicyService = engine.extensions[EXTENSION_KEY]
+        svc: PolicyService = engine.policies
         await engine.embedder()
         t0 = time.perf_counter()
         await svc.ready()

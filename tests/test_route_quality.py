@@ -10,7 +10,7 @@ from mcp import Client
 from bosun.core.routing.abstain import SHIPPED, divergence
 from bosun.core.routing.metrics import compute, parse_labelled
 from bosun.core.routing.route import STOP_WORDS
-from bosun.server.services.policies import EXTENSION_KEY, PolicyService
+from bosun.server.services.policies import PolicyService
 
 LABELLED = Path(__file__).resolve().parents[1] / "examples" / "policies-labelled.jsonl"
 
@@ -19,7 +19,7 @@ LABELLED = Path(__file__).resolve().parents[1] / "examples" / "policies-labelled
 @pytest.mark.model
 async def test_demo_corpus_ranking_abstention_and_evidence(real_client: Client, real_engine: object) -> None:
     await real_client.call_tool("route", {"prompt": "warm up"})
-    svc: PolicyService = real_engine.extensions[EXTENSION_KEY]  # type: ignore[attr-defined]
+    svc: PolicyService = real_engine.policies
     rows = parse_labelled(LABELLED.read_text().splitlines())
     routed = []
     for row in rows:

@@ -14,7 +14,7 @@ from bosun.core.embedding import HashEmbedder, Vectors
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.services.policies import EXTENSION_KEY, PolicyService
+from bosun.server.services.policies import PolicyService
 
 DEPLOY = "# Deploy\n\n**Agent-trigger:** deploying the service to production, rollback plans\n\nRULE-TEXT: canary first.\n"
 MIGRATE = "# Migrations\n\n**Agent-trigger:** database schema migrations, dropping columns\n\nRULE-TEXT: expand then contract.\n"
@@ -95,7 +95,7 @@ async def test_reload_on_file_change_reembeds_only_changed_text(tmp_path: Path, 
     async with Client(create_server(engine)) as client:
         res = await client.call_tool("get_policy", {"name": "deploy"})
         assert not res.is_error
-        svc: PolicyService = engine.extensions[EXTENSION_KEY]
+        svc: PolicyService = engine.policies
         for _ in range(200):  # the first build serves from whole surfaces, then embeds the rest
             if svc.index_state()["state"] == "ready":
                 break
@@ -129,7 +129,7 @@ async def test_reload_on_file_change_reembeds_only_changed_text(tmp_path: Path, 
 async def test_repeated_prompt_is_served_from_cache(engine: Engine) -> None:
     async with Client(create_server(engine)) as client:
         await client.call_tool("route", {"prompt": "deploy to production"})
-        svc: PolicyService = engine.extensions[EXTENSION_KEY]
+        svc: PolicyService = engine.policies
         first = await svc.route("what is the rollback plan for the deploy")
         again = await svc.route("what is the rollback plan for the deploy")
         assert first["cached"] is False and again["cached"] is True
