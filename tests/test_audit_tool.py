@@ -83,3 +83,16 @@ async def test_semantic_real_model_sees_paraphrase(real_client: Client) -> None:
     claim = res.structured_content["claims"][0]
     assert claim["features"]["sem_max"] > 0.4 > claim["features"]["cov1"]
     assert res.structured_content["matcher_model"]
+
+
+async def test_audit_tool_reports_progress_while_it_embeds(client: Client) -> None:
+    seen: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
+
+    res = await client.call_tool("audit", {"response": "Aspirin lowers fever by inhibiting COX enzymes.",
+                                           "chunks": CHUNKS}, progress_callback=on_progress)
+    assert not res.is_error, res.content
+    assert seen and seen[0][0] == 0 and "embedding model" in (seen[0][2] or "")
+    assert seen[-1][0] == seen[-1][1] == 1 and "matching" in (seen[-1][2] or "")

@@ -13,7 +13,7 @@ from bosun.server.surface import READ_ONLY, tool
 _CHUNKS_DOC = 'list of {content, source_url, metadata?, id?} (dokis shape)'
 _CONFIG_DOC = (
     "allowed_domains, min_citation_rate, claim_threshold (probability, default 0.5), extractor "
-    "(claimify|regex), matcher (bm25|semantic), enforcement_mode (audit|guardrail|enforce), "
+    "(claimify|regex), matcher (auto|semantic|bm25; auto = semantic with the warm model), enforcement_mode (audit|guardrail|enforce), "
     "max_source_age_days, stale_source_action (warn|fail), source_date_metadata_key, domain, as_of"
 )
 
@@ -27,9 +27,10 @@ async def audit(
     config: Annotated[dict[str, Any] | None, Field(description=_CONFIG_DOC)] = None,
     as_of: Annotated[str | None, Field(description="YYYY-MM-DD for freshness (default today)")] = None,
 ) -> dict[str, Any]:
-    """Check each claim of an answer against the chunks: supported / contradicted / unsupported,
-    with evidence spans, confidence, provenance map, freshness and a pass/fail trust verdict."""
-    return await ctx.request_context.lifespan_context.audit.audit(query, chunks, response, config, as_of)
+    """Check each claim of an answer against the chunks: supported / partially_supported / contradicted /
+    unsupported, with evidence spans, confidence, provenance map, freshness and a pass/fail trust verdict."""
+    return await ctx.request_context.lifespan_context.audit.audit(query, chunks, response, config, as_of,
+                                                                  progress=ctx.report_progress)
 
 
 @tool(READ_ONLY)
