@@ -62,6 +62,9 @@ class Config:
     prices: str = ""  # BOSUN_PRICES: USD per million input tokens, "default=3.0,gpt-4o=2.5"
     price_model: str = "default"  # BOSUN_PRICE_MODEL
     invariants: Path | None = None  # BOSUN_INVARIANTS: the invariants file (default: see invariants_path)
+    # routing
+    policy_poll_s: float = 1.0  # BOSUN_POLICY_POLL_S: how often policy files are checked for changes (0: never)
+    route_operating_point: Path | None = None  # BOSUN_ROUTE_OPERATING_POINT: a TOML point replacing self-calibration
 
     @property
     def db_path(self) -> Path:
@@ -102,6 +105,8 @@ class Config:
             "prices": read.text("BOSUN_PRICES", ""),
             "price_model": read.text("BOSUN_PRICE_MODEL", "default") or "default",
             "invariants": read.path("BOSUN_INVARIANTS"),
+            "policy_poll_s": read.number("BOSUN_POLICY_POLL_S", 1.0, float, minimum=0),
+            "route_operating_point": read.path("BOSUN_ROUTE_OPERATING_POINT"),
         }
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)

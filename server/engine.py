@@ -163,11 +163,6 @@ class Engine:
             raise RuntimeError("engine is not open")
         return self.db
 
-    @property
-    def extensions(self) -> dict[str, Any]:
-        """Transitional read-only view for code written before the typed attributes (policies only)."""
-        return {"policies": self.policies}
-
     async def model_id(self) -> str:
         """The warm model's id (waits for the model like ``embedder``)."""
         return (await self.embedder()).model_id()

@@ -6,7 +6,6 @@ import asyncio
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -20,6 +19,7 @@ from bosun.core.routing.abstain import SHIPPED
 from bosun.core.routing.background import BACKGROUND
 from bosun.core.routing.corpus import parse_policy
 from bosun.core.routing.route import build_index_with, route, score
+from bosun.server.config import Config
 from bosun.server.services.policies import PolicyService
 
 TOPICS = ["deploying services to production", "database schema migrations", "rotating leaked secrets",
@@ -124,7 +124,7 @@ class FakeEngine:
 
     def __init__(self, inner: HashEmbedder) -> None:
         self.emb = CachingEmbedder(inner)
-        self.config = SimpleNamespace(policies=[])
+        self.config = Config(policies=[])
 
     async def embedder(self) -> CachingEmbedder:
         return self.emb

@@ -42,12 +42,8 @@ log = logging.getLogger("bosun.policies")
 route_log = logging.getLogger("bosun.route")  # index build progress
 EMBED_BATCH = 32  # texts per model call: cancellation and progress are checked between batches
 
-EXTENSION_KEY = "policies"
 MAX_PROMPT_BYTES = 100_000
-POLL_SECONDS = 1.0
-POLL_ENV = "BOSUN_POLICY_POLL_S"
 CACHE_ITEMS = 2048
-OPERATING_POINT_ENV = "BOSUN_ROUTE_OPERATING_POINT"
 
 
 class CorpusError(BosunError):
@@ -208,15 +204,10 @@ class PolicyService:
         configured = list(dirs) if dirs is not None else list(engine.config.policies)
         self.demo = not configured
         self.dirs = configured or [demo_corpus_dir()]
-        self.op_explicit = op is not None or bool(os.environ.get(OPERATING_POINT_ENV, "").strip())
+        self.op_path: Path | None = engine.config.route_operating_point
+        self.op_explicit = op is not None or self.op_path is not None
         self._op = op
-        if poll_seconds is None:
-            try:
-                poll_seconds = float(os.environ.get(POLL_ENV, "") or POLL_SECONDS)
-            except ValueError:
-                log.warning("%s is not a number; polling every %.1fs", POLL_ENV, POLL_SECONDS)
-                poll_seconds = POLL_SECONDS
-        self.poll_seconds = poll_seconds
+        self.poll_seconds = engine.config.policy_poll_s if poll_seconds is None else poll_seconds
         self.served: Served | None = None
         self.warnings: list[str] = []
         self.inactive: list[str] = []
@@ -287,8 +278,7 @@ class PolicyService:
 
     def operating_point(self) -> OperatingPoint:
         if self._op is None:
-            path = os.environ.get(OPERATING_POINT_ENV, "").strip()
-            self._op = load_operating_point_file(Path(path).expanduser()) if path else SHIPPED
+            self._op = load_operating_point_file(self.op_path) if self.op_path is not None else SHIPPED
         return self._op
 
     async def reload(self) -> Served:
@@ -552,12 +542,3 @@ def closest_names(name: str, names: list[str], n: int = 3) -> list[str]:
 
     close = difflib.get_close_matches(name, names, n=n, cutoff=0.0)
     return close or sorted(names)[:n]
-
-
-def service_of(engine: Any) -> PolicyService:
-    svc = engine.extensions.get(EXTENSION_KEY)
-    if svc is None:
-        svc = PolicyService(engine)
-        engine.extensions[EXTENSION_KEY] = svc
-        svc.start()
-    return svc  # type: ignore[no-any-return]
