@@ -40,6 +40,7 @@ from bosun.server.services.select import SelectService
 from bosun.server.services.tasks import TaskService
 from bosun.store.db import open_db
 from bosun.store.embeddings import SQLiteEmbeddingStore
+from bosun.store.private import private_dir
 from bosun.store.refs import BlobWriter, RefStore, SQLiteRefStore
 from bosun.store.schema import SCHEMA_VERSION
 
@@ -109,7 +110,7 @@ class Engine:
 
         ``watch_policies=False`` is for one-shot CLI commands that never route.
         """
-        self.config.home.mkdir(parents=True, exist_ok=True)
+        private_dir(self.config.home)
         self.db = await open_db(self.config.db_path)
         path = str(self.config.db_path)
         self._refs = SQLiteRefStore(self.db, None if path == ":memory:" else BlobWriter(path))

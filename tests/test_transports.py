@@ -10,6 +10,7 @@ import urllib.request
 from pathlib import Path
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 
 from tests.helpers_proc import BOSUN, env_for, health, serve_pids, stop, wait_for_daemon, wait_ready
@@ -224,3 +225,30 @@ async def test_a_folder_named_bosun_in_the_working_directory_does_not_shadow_the
     finally:
         for pid in serve_pids(home):
             stop(pid)
+
+
+def test_a_bridge_creates_its_files_owner_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """daemon.log and the start lock are 0600 in a 0700 home from the moment the bridge makes them."""
+    import os
+
+    from bosun.server.transport import bridge
+
+    home = tmp_path / "home"
+    modes: dict[str, int] = {}
+
+    class Stop(Exception):
+        pass
+
+    def no_daemon(*args: object, **kwargs: object) -> None:  # look at the files, start nothing
+        modes.update({name: (home / name).stat().st_mode & 0o777 for name in ("daemon.log", "daemon.lock")})
+        modes["home"] = home.stat().st_mode & 0o777
+        raise Stop
+
+    monkeypatch.setattr(bridge.subprocess, "Popen", no_daemon)
+    old = os.umask(0o022)
+    try:
+        with pytest.raises(Stop):
+            bridge.ensure_daemon(home, [])
+    finally:
+        os.umask(old)
+    assert modes == {"daemon.log": 0o600, "daemon.lock": 0o600, "home": 0o700}

@@ -49,7 +49,7 @@ async def routed(svc: PolicyService, prompt: Any, top_k: int | None, arrived: fl
 async def route(
     prompt: Annotated[str, Field(description="the user's request, as text")],
     ctx: Context[Engine],
-    top_k: Annotated[int | None, Field(description="max hits (default 2)")] = None,
+    top_k: Annotated[int | None, Field(description="max hits (default 2)", ge=1, le=10)] = None,
 ) -> dict[str, Any]:
     """Names of the governance policies that bear on this prompt, with evidence; empty when none apply. Read one with get_policy."""
     out = await routed(ctx.request_context.lifespan_context.policies, prompt, top_k, time.perf_counter(), "mcp")

@@ -83,8 +83,8 @@ def ensure_daemon(home: Path, extra_args: list[str] | None = None, start: bool =
         if found:
             return found
         raise DaemonUnavailable(f"no bosun daemon is running for {home}")
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / LOCK_FILE, "a+") as lock:
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)  # owner-only, like everything the daemon writes
+    with os.fdopen(os.open(home / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two bridges starting at once: the second waits, then finds it
         try:
             found = find_daemon(home)
@@ -103,7 +103,7 @@ def _spawn(home: Path, extra_args: list[str]) -> dict[str, Any]:
     log_path = home / LOG_FILE
     # the daemon is shared by every harness: one host's tool filter must not narrow it for all
     env = {k: v for k, v in os.environ.items() if k != "BOSUN_TOOLS"}
-    with open(log_path, "ab") as log:
+    with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
         proc = subprocess.Popen(
             cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True, env=env
         )
