@@ -113,6 +113,8 @@ def test_handoff_contract_checks() -> None:
     ok, failures = check_result(c, {"tests_passed": True, "files_changed": ["a.py"], "report": "mem://sha256:" + "b" * 64,
                                     "tokens_used": 100})
     assert ok and failures == []
+    ok, _ = check_result(c, {"tests_passed": True, "files_changed": ["a.py"], "report": "mem://sha256:" + "b" * 16})
+    assert ok  # the short ref observe shows is a ref too
     ok, failures = check_result(c, {"tests_passed": False, "files_changed": [], "tokens_used": 9000})
     assert not ok and {f["check"] for f in failures} == {"tests_passed:equals", "files_changed:nonempty",
                                                          "report:is_ref", "budget.tokens"}

@@ -18,7 +18,7 @@ min / max     field (a number) >= / <= value
 matches       field (a string) matches the regex ``value``
 nonempty      field is a non-empty string, list or object
 contains      field (a list or string) contains ``value``
-is_ref        field is a ``mem://sha256:<64 hex>`` ref (or a list of them)
+is_ref        field is a ``mem://sha256:<hex>`` ref, full or short (12+ hex, as observe shows it), or a list
 ============  =====================================================
 
 A budget ``{"tokens": N}`` adds an implicit check: ``result.tokens_used <= N`` when the
@@ -38,7 +38,8 @@ from bosun.core.task.budget import parse_budget
 
 OPS = ("present", "equals", "not_equals", "min", "max", "matches", "nonempty", "contains", "is_ref")
 _NEEDS_VALUE = {"equals", "not_equals", "min", "max", "matches", "contains"}
-_REF = re.compile(r"^mem://sha256:[0-9a-f]{64}$")
+_REF = re.compile(r"^mem://sha256:[0-9a-f]{64}$")  # contract inputs: stored as full refs
+_ANY_REF = re.compile(r"^mem://sha256:[0-9a-f]{12,64}$")  # a child's result may carry the short form
 _FIELD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*$")
 MAX_CHECKS = 50
 MAX_INPUTS = 100
@@ -220,7 +221,7 @@ def _run(check: Check, value: Any) -> str | None:
         return None if ok else f"{check.field} does not contain {want!r}"
     if op == "is_ref":
         items = value if isinstance(value, list) else [value]
-        ok = bool(items) and all(isinstance(v, str) and _REF.match(v) for v in items)
+        ok = bool(items) and all(isinstance(v, str) and _ANY_REF.match(v) for v in items)
         return None if ok else f"{check.field} is not a ref (mem://sha256:<hex>)"
     return f"unknown op {op!r}"
 
