@@ -264,7 +264,7 @@ _ASSIGN_TAIL = re.compile(
 
 # after a password anchor: the rest of the name, an optional quote, then := = or : (skips the
 # many ``check_password(`` / ``self.password`` occurrences in code before any regex runs)
-_PASSWORD_TAIL = re.compile(rb"[_.\-0-9a-z]{0,24}+[\"']?[ \t]*+(?::=|=|:)", re.IGNORECASE)
+_PASSWORD_TAIL: re.Pattern[bytes] = re.compile(rb"[_.\-0-9a-z]{0,24}+[\"']?[ \t]*+(?::=|=|:)", re.IGNORECASE)
 
 
 def _assignment_follows(data: bytes, end: int) -> bool:
