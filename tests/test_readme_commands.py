@@ -21,7 +21,7 @@ def _readme_bosun_commands() -> list[str]:
 def test_readme_shell_examples_run(tmp_path: Path) -> None:
     commands = _readme_bosun_commands()
     assert len(commands) == 3
-    codes = []
+    codes, errors = [], []
     for command in commands:
         argv = shlex.split(command.split("<")[0])
         stdin_path = command.split("<")[1].strip() if "<" in command else None
@@ -31,5 +31,6 @@ def test_readme_shell_examples_run(tmp_path: Path) -> None:
                                  env=env_for(tmp_path / "home"), timeout=300)
         assert res.stdout.strip(), (command, res.stderr[-2000:])
         codes.append(res.returncode)
+        errors.append(f"{command}: exit {res.returncode}\n{res.stderr[-1500:]}\n{res.stdout[-1500:]}")
     # routing scores, the example audit fails its trust check (exit 1, as the README says), select succeeds
-    assert codes == [0, 1, 0]
+    assert codes == [0, 1, 0], "\n\n".join(errors)
