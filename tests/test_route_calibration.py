@@ -58,7 +58,7 @@ def test_calibration_is_the_null_quantiles_within_bounds() -> None:
     assert cal.solo_bg_z == pytest.approx(-2.0 + 8.0 * calibrate.GATE_LEVEL)
     high = calibrate.from_null([0.99] * 50, [50.0] * 50)  # a corpus every everyday prompt matches strongly
     assert high.threshold == calibrate.THRESHOLD_BOUNDS[1] and high.solo_bg_z == calibrate.GATE_BOUNDS[1]
-    assert "background prompts" in high.describe() and high.as_dict()["background_prompts"] == 50
+    assert "self-calibrated on this corpus" in high.describe() and high.as_dict()["background_prompts"] == 50
 
 
 def test_route_uses_the_index_calibration_unless_told_otherwise() -> None:
@@ -187,5 +187,6 @@ async def test_build_completes_with_calibration_in_listing(tmp_path: Path) -> No
     assert listing["calibration"]["background_prompts"] == len(BACKGROUND)
     assert listing["calibration_summary"].startswith("self-calibrated on this corpus")
     out = await svc.route("database schema migrations for team 1")
-    assert out["calibration"]["threshold"] == listing["calibration"]["threshold"] and "index" not in out
+    assert f"threshold {listing['calibration']['threshold']:.2f}" in " ".join(out["notices"]) and "index" not in out
+    assert "calibration" not in out  # the full figures live in the listing, not in every answer
     await svc.aclose()

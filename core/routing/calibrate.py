@@ -49,10 +49,9 @@ class SelfCalibration:
     null_bg_z_median: float
 
     def describe(self) -> str:
-        return (f"self-calibrated on this corpus against {self.n_background} background prompts: "
-                f"threshold {self.threshold:.2f} (background p{round(THRESHOLD_LEVEL * 100)}), "
-                f"one-word gate bg_z {self.solo_bg_z:.1f} (p{round(GATE_LEVEL * 100)}), "
-                f"second document {self.next_threshold:.2f}")
+        """The one line a route answer carries (levels and counts are in ``as_dict``)."""
+        return (f"self-calibrated on this corpus: threshold {self.threshold:.2f}, "
+                f"one-word gate {self.solo_bg_z:.1f}, second document {self.next_threshold:.2f}")
 
     def as_dict(self) -> dict[str, float | int | dict[str, float]]:
         return {"threshold": round(self.threshold, 3), "solo_bg_z": round(self.solo_bg_z, 2),

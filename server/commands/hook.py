@@ -64,7 +64,8 @@ def render(result: dict[str, Any], limit: int = MAX_CONTEXT_BYTES) -> str:
         why = "; ".join(parts)
         lines.append(f"- {hit.get('name')}" + (f" ({why})" if why else ""))
     for notice in notices:
-        lines.append(f"! {notice}")
+        if not str(notice).startswith("self-calibrated"):  # the same line every turn: not worth its tokens
+            lines.append(f"! {notice}")
     return _clip("\n".join(lines), limit)
 
 

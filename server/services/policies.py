@@ -469,8 +469,8 @@ class PolicyService:
             out["degraded"] = True  # routing on a stale corpus: telemetry counts it
         cal = served.index.calibration
         if self.calibrated() and cal is not None:
+            # one short line on every answer; the full figures are in bosun://policies and /healthz
             notices.append(cal.describe())
-            out["calibration"] = cal.as_dict()
         if notices:
             out["notices"] = notices
         if not served.complete:
