@@ -43,24 +43,8 @@ from bosun.server.engine import Engine
 from bosun.server.services.policies import PolicyService
 
 
-def synth_corpus(root: Path, n: int) -> None:
-    docs = metatool_docs()
-    root.mkdir(parents=True, exist_ok=True)
-    for i in range(n):
-        a = docs[i % len(docs)]
-        if i < len(docs):
-            surface, name = a.surface, a.name
-        else:
-            b = docs[(i * 7 + 3) % len(docs)]
-            surface, name = f"{a.surface} Also: {b.surface}", f"{a.name}-{b.name}-{i}"
-        safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:100]
-        (root / f"{safe}.md").write_text(f"# {safe}\n\n**Agent-trigger:** {surface}\n")
-
-
-def synth_policies(n: int) -> list[Any]:
-    """The documents of ``synth_corpus`` as parsed policies (for the in-process CPU bench)."""
-    from bosun.core.routing.corpus import parse_policy
-
+def synth_documents(n: int) -> list[tuple[str, str]]:
+    """``n`` routing documents (file name, markdown) from MetaTool's tools; past 199, pairs of them."""
     docs = metatool_docs()
     out = []
     for i in range(n):
@@ -71,7 +55,23 @@ def synth_policies(n: int) -> list[Any]:
             b = docs[(i * 7 + 3) % len(docs)]
             surface, name = f"{a.surface} Also: {b.surface}", f"{a.name}-{b.name}-{i}"
         safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in name)[:100]
-        pol = parse_policy(f"{safe}.md", f"# {safe}\n\n**Agent-trigger:** {surface}\n")
+        out.append((f"{safe}.md", f"# {safe}\n\n**Agent-trigger:** {surface}\n"))
+    return out
+
+
+def synth_corpus(root: Path, n: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in synth_documents(n):
+        (root / name).write_text(text)
+
+
+def synth_policies(n: int) -> list[Any]:
+    """The documents of ``synth_corpus`` as parsed policies (for the in-process CPU bench)."""
+    from bosun.core.routing.corpus import parse_policy
+
+    out = []
+    for name, text in synth_documents(n):
+        pol = parse_policy(name, text)
         assert pol is not None
         out.append(pol)
     return out

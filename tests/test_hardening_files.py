@@ -59,6 +59,18 @@ def _exchanger() -> Callable[[Path, Path], None] | None:
     return exchange
 
 
+def _swappable_root(tmp_path: Path) -> Path:
+    """A root whose ``sub/hostname`` is inside, and ``swap``, a symlink to a directory outside it
+    holding another ``hostname``: exchanging the two names points ``sub`` outside."""
+    root, outside = tmp_path / "root", tmp_path / "etc"
+    (root / "sub").mkdir(parents=True)
+    outside.mkdir()
+    (root / "sub" / "hostname").write_text("inside the root\n")
+    (outside / "hostname").write_text("OUTSIDE-SECRET\n")
+    (root / "swap").symlink_to(outside)
+    return root
+
+
 @pytest.fixture(params=["openat2", "nofollow"])
 def opener(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     if request.param == "nofollow":  # the fallback for kernels without openat2
@@ -72,12 +84,7 @@ async def test_a_directory_swapped_for_a_symlink_mid_call_never_leads_outside(tm
     exchange = _exchanger()
     if exchange is None:
         pytest.skip("renameat2 is not available in this libc")
-    root, outside = tmp_path / "root", tmp_path / "etc"
-    (root / "sub").mkdir(parents=True)
-    outside.mkdir()
-    (root / "sub" / "hostname").write_text("inside the root\n")
-    (outside / "hostname").write_text("OUTSIDE-SECRET\n")
-    (root / "swap").symlink_to(outside)
+    root = _swappable_root(tmp_path)
     config = Config(home=tmp_path / "home", policies=[], roots=[root])
     engine = Engine(config, embedder_factory=lambda _c: HashEmbedder(64))
     stop = threading.Event()
@@ -125,12 +132,7 @@ async def test_a_swap_between_the_check_and_the_read_is_harmless(
     exchange = _exchanger()
     if exchange is None:
         pytest.skip("renameat2 is not available in this libc")
-    root, outside = tmp_path / "root", tmp_path / "etc"
-    (root / "sub").mkdir(parents=True)
-    outside.mkdir()
-    (root / "sub" / "hostname").write_text("inside the root\n")
-    (outside / "hostname").write_text("OUTSIDE-SECRET\n")
-    (root / "swap").symlink_to(outside)
+    root = _swappable_root(tmp_path)
     engine = Engine(Config(home=tmp_path / "home", policies=[], roots=[root]),
                     embedder_factory=lambda _c: HashEmbedder(64))
     armed = {"on": False}
