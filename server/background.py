@@ -27,6 +27,8 @@ class Background:
     def __init__(self) -> None:
         self.stopping = threading.Event()  # read by thread work between batches
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._threads: set[threading.Thread] = set()
+        self._threads_lock = threading.Lock()
 
     def spawn(self, coro: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
         """Run ``coro`` as a task this owner cancels on shutdown."""
@@ -58,15 +60,26 @@ class Background:
                 with contextlib.suppress(RuntimeError):  # the loop is already closed
                     loop.call_soon_threadsafe(settle, None, exc)
                 return
+            finally:
+                with self._threads_lock:
+                    self._threads.discard(threading.current_thread())
             with contextlib.suppress(RuntimeError):
                 loop.call_soon_threadsafe(settle, result, None)
 
-        threading.Thread(target=run, name=f"bosun-{getattr(fn, '__name__', 'work')}", daemon=True).start()
+        thread = threading.Thread(target=run, name=f"bosun-{getattr(fn, '__name__', 'work')}", daemon=True)
+        with self._threads_lock:
+            self._threads.add(thread)
+        thread.start()
         return await future
 
     async def aclose(self, deadline_s: float) -> None:
-        """Cancel every task and wait for them at most ``deadline_s`` seconds."""
+        """Cancel every task, then let thread work in flight finish its batch: ``deadline_s`` in all.
+
+        Waiting for the threads matters to a short-lived process (a CLI command): model inference
+        still running on a daemon thread when the interpreter finalises aborts the process.
+        """
         self.stopping.set()
+        deadline = asyncio.get_running_loop().time() + deadline_s
         pending = [t for t in self._tasks if not t.done()]
         for task in pending:
             task.cancel()
@@ -74,6 +87,15 @@ class Background:
             _, still = await asyncio.wait(pending, timeout=deadline_s)
             for task in still:
                 log.warning("background task %s did not stop within %.1fs; abandoned", task.get_name(), deadline_s)
+        while self.busy_threads() and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
+        if self.busy_threads():
+            log.warning("thread work still running after %.1fs: %s", deadline_s, ", ".join(self.busy_threads()))
+
+    def busy_threads(self) -> list[str]:
+        """Names of the threads still running work started by ``in_thread``."""
+        with self._threads_lock:
+            return sorted(t.name for t in self._threads if t.is_alive())
 
     def running(self) -> list[str]:
         """Names of the tasks still running (for /healthz and tests)."""
