@@ -275,12 +275,7 @@ def _parse_rule(text: str, source: str, index: int, table: Any, seen: dict[str, 
     verdict = table.get("verdict", "block")
     if verdict not in VERDICTS:
         fail("verdict", f"must be one of {', '.join(VERDICTS)}, got {verdict!r}")
-    when = table.get("when", {})
-    if not isinstance(when, dict):
-        fail("when", "must be a table, e.g. when = { tool = \"git.commit\" }")
-    unknown = set(when) - _WHEN_KEYS
-    if unknown:
-        fail(f"when.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(_WHEN_KEYS))})")
+    when = _subtable(table, "when", _WHEN_KEYS, 'when = { tool = "git.commit" }', fail)
     if not when:
         fail("when", "must name at least one of tool, path_glob, args (a rule that matches everything is a mistake)")
     tools: tuple[str, ...] = ()
@@ -311,12 +306,7 @@ def _parse_rule(text: str, source: str, index: int, table: Any, seen: dict[str, 
             else:
                 _glob_ok(pattern, f"when.args.{name}", fail)
             arg_patterns.append((str(name), pattern))
-    require = table.get("require", {})
-    if not isinstance(require, dict):
-        fail("require", "must be a table, e.g. require = { state = \"tests_passed\" }")
-    unknown = set(require) - _REQUIRE_KEYS
-    if unknown:
-        fail(f"require.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(_REQUIRE_KEYS))})")
+    require = _subtable(table, "require", _REQUIRE_KEYS, 'require = { state = "tests_passed" }', fail)
     state = require.get("state")
     if state is not None and (not isinstance(state, str) or not state):
         fail("require.state", "must be a flag name such as \"tests_passed\"")
@@ -330,6 +320,18 @@ def _parse_rule(text: str, source: str, index: int, table: Any, seen: dict[str, 
         arg_patterns=tuple(arg_patterns), require_state=state, require_value=require.get("value"),
         has_value="value" in require, require_step=step.strip() if isinstance(step, str) else None, line=line,
     )
+
+
+def _subtable(table: Mapping[str, Any], key: str, known: frozenset[str] | set[str], example: str,
+              fail: Any) -> dict[str, Any]:
+    """``table[key]`` as a table of known keys (empty when absent); ``fail`` names the field otherwise."""
+    sub = table.get(key, {})
+    if not isinstance(sub, dict):
+        fail(key, f"must be a table, e.g. {example}")
+    unknown = set(sub) - known
+    if unknown:
+        fail(f"{key}.{sorted(unknown)[0]}", f"unknown key (known: {', '.join(sorted(known))})")
+    return sub
 
 
 def _glob_ok(pattern: str, where: str, fail: Any) -> None:
