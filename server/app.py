@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import difflib
 import hmac
+import importlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -30,6 +31,10 @@ from bosun.server.surface import argument_guard, build_tools
 from bosun.server.tools import TOOL_MODULES
 
 log = logging.getLogger("bosun.server")
+
+# modules beyond the tools that add to the server: each defines ``register(mcp, engine)`` (resources,
+# middleware, HTTP routes); imported when the server is built. Add a module by adding its name here.
+EXTENSIONS: list[str] = []
 
 INSTRUCTIONS = (
     "bosun governs this agent's context. route(prompt) names the policies that bear on a prompt; read one "
@@ -82,6 +87,9 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
         register = getattr(module, "register", None)
         if register is not None:
             register(mcp, engine)
+
+    for dotted in EXTENSIONS:
+        importlib.import_module(dotted).register(mcp, engine)
 
     mcp.middleware.append(_reject_unknown_prompts(mcp))
     mcp.middleware.append(_ref_uri_forms)

@@ -166,9 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_provision)
 
-    from bosun.server.commands import COMMAND_MODULES
+    from bosun.server.commands import command_modules
 
-    for dotted in COMMAND_MODULES:
+    for dotted in command_modules():
         module = importlib.import_module(dotted)
         cp = sub.add_parser(module.NAME, help=module.HELP)
         module.add_arguments(cp)

@@ -23,4 +23,27 @@ def config_of(args: argparse.Namespace) -> Config:
         args.bosun_config = config
     return config
 
-COMMAND_MODULES: list[str] = ["bosun.server.commands.invariants", "bosun.server.commands.verify", "bosun.server.commands.observe", "bosun.server.commands.recall", "bosun.server.commands.select", "bosun.server.commands.audit", "bosun.server.commands.eval_route", "bosun.server.commands.hook", "bosun.server.commands.telemetry"]  # dotted module names, imported lazily by the CLI
+def command_modules() -> list[str]:
+    """Every module of this package that defines a subcommand (``NAME``), found without importing any.
+
+    A new command is a new module here: nothing else to register (several people add
+    commands at once; a shared list was a merge point)."""
+    import pkgutil
+
+    names = []
+    for info in pkgutil.iter_modules(__path__):
+        if info.name.startswith("_"):
+            continue
+        spec = info.module_finder.find_spec(f"{__name__}.{info.name}", None)  # type: ignore[call-arg]
+        origin = getattr(spec, "origin", None) if spec is not None else None
+        if origin and _defines_name(Path(origin)):
+            names.append(f"{__name__}.{info.name}")
+    return sorted(names)
+
+
+def _defines_name(path: Path) -> bool:
+    try:
+        return any(line.startswith("NAME = ") or line.startswith("NAME: str = ")
+                   for line in path.read_text(encoding="utf-8").splitlines())
+    except OSError:
+        return False

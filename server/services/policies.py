@@ -37,6 +37,7 @@ from bosun.core.routing.route import (
     route,
     surface_phrases,
 )
+from bosun.server.services.changes import ChangeListeners
 
 log = logging.getLogger("bosun.policies")
 route_log = logging.getLogger("bosun.route")  # index build progress
@@ -220,6 +221,8 @@ class PolicyService:
         self._poller: asyncio.Task[None] | None = None
         self._cache: OrderedDict[tuple[int, int | None, str], dict[str, Any]] = OrderedDict()
         self._stopping = False
+        # told "policies" after every new index generation is serving (resources/list_changed, dashboard)
+        self.changes = ChangeListeners("policy corpus")
         self._served = asyncio.Event()  # set once any index (even a surfaces-only one) is serving
         self._state: dict[str, Any] = {"state": "loading", "done": 0, "total": 0, "documents": 0, "error": None,
                                        "phase": "scanning", "background": "pending"}
@@ -404,6 +407,7 @@ class PolicyService:
         self._served.set()
         self.error = None
         self._cache.clear()
+        self.changes.notify("policies")
         cal = index.calibration.describe() if index.calibration is not None else "not calibrated (no documents)"
         route_log.info("policy index generation %d: %d documents in %.3fs%s; %s", served.generation, len(index),
                        served.build_seconds, "" if complete else " (surfaces only)", cal)

@@ -23,6 +23,7 @@ from bosun.core.task.seal import SEAL_PREFIX, norm, parse_seal, text_sha, verdic
 from bosun.core.task.state import Event, TaskState
 from bosun.core.task.volatile import find_volatile
 from bosun.core.tokens import estimate_tokens
+from bosun.server.services.changes import ChangeListeners
 from bosun.store.tasks import NewEvent, SQLiteTaskStore, TaskStore
 
 if TYPE_CHECKING:
@@ -79,6 +80,8 @@ class TaskService:
         # secrets are scrubbed before anything is hashed or journaled: a token pasted into a
         # constraint or a handoff result must not land in the store or the seal
         self.redactor = redactor
+        # told the task id after every committed write (start, append): subscriptions, the dashboard
+        self.changes = ChangeListeners("task")
 
     async def store(self) -> TaskStore:
         if not self._ready:
@@ -185,7 +188,8 @@ class TaskService:
                 raise InvalidInput("task_id", f"task {tid} already exists", "omit task_id to get a fresh one") from exc
             state = rebuild(events, tid)
             self._states[tid] = state
-            return state
+        self.changes.notify(tid)
+        return state
 
     async def append(
         self,
@@ -248,7 +252,8 @@ class TaskService:
             for ev in events:
                 state = apply_event(state, ev)
             self._states[task_id] = state
-            return state
+        self.changes.notify(task_id)
+        return state
 
     def _scrub_agent(self, agent: str | None) -> str | None:
         """The agent name is caller text like any other: it lands in task_events.agent and in snapshots."""
