@@ -65,6 +65,9 @@ class Config:
     # routing
     policy_poll_s: float = 1.0  # BOSUN_POLICY_POLL_S: how often policy files are checked for changes (0: never)
     route_operating_point: Path | None = None  # BOSUN_ROUTE_OPERATING_POINT: a TOML point replacing self-calibration
+    # local telemetry (dashboard, stats): on by default, rotated, never prompt text or paths
+    telemetry: bool = True  # BOSUN_TELEMETRY: on | off
+    telemetry_path: Path | None = None  # BOSUN_TELEMETRY_PATH: the events file (default $BOSUN_HOME/telemetry.jsonl)
 
     @property
     def db_path(self) -> Path:
@@ -107,6 +110,8 @@ class Config:
             "invariants": read.path("BOSUN_INVARIANTS"),
             "policy_poll_s": read.number("BOSUN_POLICY_POLL_S", 1.0, float, minimum=0),
             "route_operating_point": read.path("BOSUN_ROUTE_OPERATING_POINT"),
+            "telemetry": read.choice("BOSUN_TELEMETRY", "on", ("on", "off")) == "on",
+            "telemetry_path": read.path("BOSUN_TELEMETRY_PATH"),
         }
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)
