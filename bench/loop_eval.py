@@ -55,6 +55,37 @@ SHARED = Path(os.environ.get("BOSUN_SHARED", ROOT.parent / "shared"))
 DATASETS = {"miniswe": "data/trajectories/miniswe-dev.jsonl.gz", "tau": "data/trajectories/tau-airline.jsonl.gz"}
 LABELS = ROOT / "bench" / "labels" / "loop_labels.jsonl"
 _NUM = re.compile(r"\d+")
+# issue 19: a held-out split of the runs, fixed by this seed before any loop-guard rule was changed;
+# rules are tuned on the other runs ("tune") and the held-out figures are reported next to them
+SPLIT_SEED = "issue19-loop-split"
+HELD_OUT_FRACTION = 0.3
+FAMILIES = ("pytest", "npm", "make", "cargo", "go", "gradle", "pip")
+_FAMILY_PATTERNS = (
+    ("pytest", re.compile(r"\b(?:pytest|py\.test)\b|\bpython[\d.]*\s+-m\s+pytest\b")),
+    ("npm", re.compile(r"\b(?:npm|npx|yarn|pnpm)\s")),
+    ("make", re.compile(r"(?:^|[;&|(]\s*|\s)(?:make|cmake|ninja)\b(?!\S*\.)")),
+    ("cargo", re.compile(r"\bcargo\s")),
+    ("go", re.compile(r"(?:^|[;&|(]\s*)go\s+(?:build|test|run|vet|install|mod|get)\b")),
+    ("gradle", re.compile(r"\b(?:gradlew?|\./gradlew|mvn|mvnw)\b")),
+    ("pip", re.compile(r"\bpip3?\s|\bpython[\d.]*\s+-m\s+pip\b|\buv\s+pip\b")),
+)
+
+
+def held_out(traj_id: str) -> bool:
+    """Whether a run belongs to the held-out split (a pure function of the seed and the run id)."""
+    digest = hashlib.sha256(f"{SPLIT_SEED}:{traj_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") / 2**32 < HELD_OUT_FRACTION
+
+
+def command_family(tool: str, args: Any) -> str:
+    """The command family a call belongs to (first match in FAMILIES order), "shell" or "api"."""
+    command = args.get("command") if isinstance(args, dict) else None
+    if not isinstance(command, str):
+        return "api"
+    for name, pattern in _FAMILY_PATTERNS:
+        if pattern.search(command):
+            return name
+    return "shell"
 
 
 def norm_output(text: str) -> str:
@@ -97,6 +128,10 @@ class RunStats:
     test_reruns_after_edit: int = 0
     test_reruns_after_edit_fired: int = 0
     us: list[float] = field(default_factory=list)
+    # repeated identical failures: (family, earlier identical failures with no change since, this call failed
+    # the same way again, verdict, rule)
+    repeats: list[tuple[str, int, bool, str, str]] = field(default_factory=list)
+    family_calls: Counter[str] = field(default_factory=Counter)
 
 
 def load(name: str) -> list[dict[str, Any]]:
@@ -129,6 +164,7 @@ def replay(name: str, runs: list[dict[str, Any]], rules: RuleSet, stats: RunStat
         guard = journal.guard
         state = journal.append("task_started", {"objective": f"replay {tid}", "plan": []})
         seen: dict[str, str] = {}  # call key -> number-masked output of its last run
+        fail_chain: dict[str, tuple[str, int]] = {}  # call key -> (masked failure output, identical failures in a row)
         edited_since: dict[str, bool] = {}  # call key -> a write happened since its last run
         calls = run["calls"]
         for idx, call in enumerate(calls):
@@ -141,7 +177,17 @@ def replay(name: str, runs: list[dict[str, Any]], rules: RuleSet, stats: RunStat
             repeat = key in seen
             wasted = repeat and seen[key] == norm_output(output)
             verdict = answer["verdict"]
+            prior = fail_chain[key][1] if key in fail_chain and not edited_since.get(key) else 0
+            masked = norm_output(output)
+            if prior:
+                same_again = bool(call.get("error")) and fail_chain[key][0] == masked
+                stats.repeats.append((command_family(tool, args), prior, same_again, verdict, answer.get("rule", "")))
+            if call.get("error"):
+                fail_chain[key] = (masked, prior + 1 if prior and fail_chain[key][0] == masked else 1)
+            else:
+                fail_chain.pop(key, None)
             stats.calls += 1
+            stats.family_calls[command_family(tool, args)] += 1
             stats.verdicts[verdict] += 1
             fired_patterns = [f.split(":")[1] for f in answer.get("fired", [answer.get("rule", "")]) if f]
             for p in fired_patterns:
@@ -279,6 +325,13 @@ def main() -> int:
     for name, runs in data.items():
         per[name] = RunStats()
         replay(name, runs, RuleSet(), per[name])
+    splits: dict[str, dict[str, RunStats]] = {}
+    for split in ("tune", "held_out"):
+        splits[split] = {}
+        for name, runs in data.items():
+            splits[split][name] = RunStats()
+            replay(name, [r for r in runs if held_out(r["traj_id"]) == (split == "held_out")], RuleSet(),
+                   splits[split][name])
     rule_hits: dict[str, Counter[str]] = {}
     if args.with_example_rules:
         for name, runs in data.items():
@@ -296,9 +349,52 @@ def main() -> int:
         print(f"sample: {len(fired)} firings + {len(quiet)} non-firings -> {args.dump_sample}")
     labels = read_labels()
     lines = report(per, fired, quiet, labels, data, rule_hits)
+    lines += family_report(splits)
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0
+
+
+def family_report(splits: dict[str, dict[str, RunStats]]) -> list[str]:
+    """Recall of repeated identical failures by command family, per split, with the block precision."""
+    lines = ["", "## Repeated identical failures by command family (issue 19)", "",
+             f"Runs split by `sha256('{SPLIT_SEED}:' + traj_id)`: {HELD_OUT_FRACTION:.0%} held out, fixed before "
+             "any rule change; rules were tuned on `tune` only. A *repeated identical failure* is a call whose "
+             "same call (tool + args) already failed with the same output (numbers masked) with no write or "
+             "mutating call in between (the call's own run does not count as a change), and which fails the same "
+             "way again. `2nd+`: any such repeat, flagged = any verdict but allow. `4th+`: three identical "
+             "failures came before (the seed's threshold), flagged = a loop verdict (`block`, or a `loop:` warn).",
+             "", "| split | family | calls | 2nd+ repeats | flagged | recall | 4th+ repeats | loop verdict | recall |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for split, per in splits.items():
+        rows: dict[str, list[tuple[str, int, bool, str, str]]] = {}
+        for s in per.values():
+            for r in s.repeats:
+                rows.setdefault(r[0], []).append(r)
+        fams = [f for f in (*FAMILIES, "shell", "api") if f in rows or f in FAMILIES]
+        total2 = total2f = total4 = total4f = 0
+        for fam in fams:
+            rs = [r for r in rows.get(fam, []) if r[2]]
+            two = len(rs)
+            two_f = sum(1 for r in rs if r[3] != "allow")
+            four = [r for r in rs if r[1] >= 3]
+            four_f = sum(1 for r in four if r[3] == "block" or (r[3] == "warn" and r[4].startswith("loop:")))
+            total2, total2f, total4, total4f = total2 + two, total2f + two_f, total4 + len(four), total4f + four_f
+            lines.append(f"| {split} | {fam} | {sum(s.family_calls[fam] for s in per.values())} | {two} | {two_f} | "
+                         f"{pct(two_f, two)} | {len(four)} | {four_f} | {pct(four_f, len(four))} |")
+        lines.append(f"| {split} | all | {sum(s.calls for s in per.values())} | {total2} | {total2f} | "
+                     f"{pct(total2f, total2)} | {total4} | {total4f} | {pct(total4f, total4)} |")
+    lines += ["", "Block precision (oracle: the blocked call, run anyway in the recorded trajectory, failed with the "
+              "same output or returned the same result as before) and test re-runs after an edit:", "",
+              "| split | blocks | wasted (oracle) | precision | test re-runs after an edit | flagged |",
+              "|---|---:|---:|---:|---:|---:|"]
+    for split, per in splits.items():
+        blocks = [f for s in per.values() for f in s.fired if f.verdict == "block"]
+        good = sum(1 for f in blocks if f.wasted)
+        reruns = sum(s.test_reruns_after_edit for s in per.values())
+        reruns_f = sum(s.test_reruns_after_edit_fired for s in per.values())
+        lines.append(f"| {split} | {len(blocks)} | {good} | {pct(good, len(blocks))} | {reruns} | {reruns_f} |")
+    return lines
 
 
 def pct(a: int, b: int) -> str:
