@@ -1,10 +1,18 @@
-"""Route telemetry: one JSON line per route attempt, off unless BOSUN_TELEMETRY_PATH is set.
+"""Local telemetry: one JSON line per route attempt and per tool outcome, on by default in $BOSUN_HOME.
 
-Records the outcome (routed / abstained / failed with a class), the degraded
-flag, corpus size, route and delivered latency, and the names returned:
-never the prompt text and never a path. Stdlib only, so the Claude Code hook
-can record its own failures without importing numpy. A broken sink never
-costs a turn: every error here is swallowed.
+What is recorded is what the dashboard and ``bosun stats`` show and the journal does not hold:
+route outcomes (routed / abstained / failed with a class, degraded, corpus size, route and
+delivered latency, the policy names returned), and per tool call its name, latency and error
+flag, plus precheck verdicts and rules, seal drift verdicts and audit pass/fail with the issue
+codes. Never prompt text, never an argument value, never a path: only bosun's own codes, names,
+numbers and task ids.
+
+Where: ``$BOSUN_TELEMETRY_PATH``, else ``$BOSUN_HOME/telemetry.jsonl`` (``~/.bosun``);
+``BOSUN_TELEMETRY=off`` turns it off. The daemon binds its own Config's sink (``bind``) so a
+process serving a temp home writes there; the hook, a separate stdlib-only process, reads the
+environment. The file is rotated at ``MAX_BYTES`` (``.1``, ``.2`` kept): it never grows without
+bound. Stdlib only, so the Claude Code hook can record its own failures without numpy. A broken
+sink never costs a turn: every error here is swallowed.
 """
 
 from __future__ import annotations
@@ -13,16 +21,70 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 ENV = "BOSUN_TELEMETRY_PATH"
+SWITCH = "BOSUN_TELEMETRY"
+FILE_NAME = "telemetry.jsonl"
+MAX_BYTES = 4 * 1024 * 1024  # ~20,000 events per generation
+GENERATIONS = 2  # rotated files kept beside the live one: .1 (newer) and .2
 FAILURE_CLASSES = ("input", "corpus_load", "model", "route", "daemon", "timeout", "render")
 _lock = threading.Lock()
+_binding: tuple[bool, str | None, str] | None = None  # (enabled, explicit file, home) of this process's Config
+
+
+def default_path(home: str | os.PathLike[str] | None = None) -> str:
+    """``$BOSUN_HOME/telemetry.jsonl`` (or ``~/.bosun``) for a process with no explicit sink."""
+    base = home if home is not None else (os.environ.get("BOSUN_HOME", "").strip() or "~/.bosun")
+    return os.path.join(os.path.expanduser(str(base)), FILE_NAME)
+
+
+def bind(enabled: bool, explicit: str | os.PathLike[str] | None, home: str | os.PathLike[str]) -> None:
+    """This process's Config decides from now on (``Config.telemetry``, ``telemetry_path``, ``home``).
+
+    The daemon binds its Config, so one serving a temp home writes there. An explicit file
+    (the Config's, else ``$BOSUN_TELEMETRY_PATH``) wins over the home's default file."""
+    global _binding
+    _binding = (bool(enabled), str(explicit) if explicit else None, str(home))
+
+
+def unbind() -> None:
+    """Back to reading the environment alone (tests)."""
+    global _binding
+    _binding = None
+
+
+def sink_of(enabled: bool, explicit: str | os.PathLike[str] | None, home: str | os.PathLike[str] | None) -> str | None:
+    """The events file of a configuration, or None when it turns telemetry off (readers use this too)."""
+    if not enabled or os.environ.get(SWITCH, "").strip().lower() == "off":
+        return None
+    chosen = str(explicit) if explicit else (os.environ.get(ENV, "").strip() or None)
+    return os.path.expanduser(chosen) if chosen else default_path(home)
 
 
 def path() -> str | None:
-    value = os.environ.get(ENV, "").strip()
-    return os.path.expanduser(value) if value else None
+    """The events file this process writes to, or None when telemetry is off."""
+    if _binding is not None:
+        return sink_of(*_binding)
+    return sink_of(True, None, None)
+
+
+def generations(target: str | os.PathLike[str]) -> list[Path]:
+    """The existing files of a sink, oldest first (``.2``, ``.1``, the live file)."""
+    live = Path(target)
+    names = [live.with_name(f"{live.name}.{i}") for i in range(GENERATIONS, 0, -1)] + [live]
+    return [p for p in names if p.is_file()]
+
+
+def _rotate(target: str) -> None:
+    """Shift ``.1`` to ``.2`` (dropping the oldest) and the live file to ``.1``."""
+    for i in range(GENERATIONS, 1, -1):
+        older = f"{target}.{i - 1}"
+        if os.path.exists(older):
+            os.replace(older, f"{target}.{i}")
+    os.replace(target, f"{target}.1")
 
 
 def write(event: dict[str, Any]) -> None:
@@ -33,18 +95,48 @@ def write(event: dict[str, Any]) -> None:
     line = json.dumps(event, separators=(",", ":")) + "\n"
     try:
         with _lock:
+            parent = os.path.dirname(target)
+            if parent and not os.path.isdir(parent):
+                os.makedirs(parent, mode=0o700, exist_ok=True)
             fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             try:
                 os.write(fd, line.encode())
+                size = os.fstat(fd).st_size
             finally:
                 os.close(fd)
+            if size >= MAX_BYTES:
+                _rotate(target)
     except OSError:
         pass
+
+
+def read_events(target: str | os.PathLike[str], since: float | None = None) -> list[dict[str, Any]]:
+    """Every event of a sink (its rotated files included), oldest first; torn lines skipped."""
+    events: list[dict[str, Any]] = []
+    for file in generations(target):
+        try:
+            text = file.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a torn last line from a killed writer
+            if isinstance(row, dict) and (since is None or float(row.get("ts") or 0) >= since):
+                events.append(row)
+    return events
+
+
+def is_route(event: dict[str, Any]) -> bool:
+    """Route attempts (older files carry no ``event`` field: every line was one)."""
+    return event.get("event", "route") == "route"
 
 
 def record_route(result: dict[str, Any], via: str, delivered_ms: float) -> None:
     hits = result.get("hits") or []
     write({
+        "event": "route",
         "outcome": "routed" if hits else "abstained",
         "via": via,
         "degraded": bool(result.get("degraded", False)),
@@ -58,7 +150,21 @@ def record_route(result: dict[str, Any], via: str, delivered_ms: float) -> None:
 
 
 def record_failure(failure_class: str, via: str, delivered_ms: float | None = None) -> None:
-    event: dict[str, Any] = {"outcome": "failed", "failure_class": failure_class, "via": via}
+    event: dict[str, Any] = {"event": "route", "outcome": "failed", "failure_class": failure_class, "via": via}
     if delivered_ms is not None:
         event["delivered_ms"] = round(delivered_ms, 3)
     write(event)
+
+
+def record_tool(tool: str, ms: float, error: bool, task_id: str | None = None, **codes: Any) -> None:
+    """One tool call: its name, latency, error flag, and bosun's own codes about it (verdicts, rules)."""
+    event: dict[str, Any] = {"event": "tool", "tool": tool, "ms": round(ms, 3), "error": bool(error)}
+    if task_id:
+        event["task"] = task_id
+    event.update({k: v for k, v in codes.items() if v is not None and v != []})
+    write(event)
+
+
+def codes(values: Iterable[Any]) -> list[str]:
+    """Short identifiers only (a code never carries text a caller wrote)."""
+    return [str(v)[:64] for v in values if isinstance(v, str | int)]

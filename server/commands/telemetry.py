@@ -1,6 +1,7 @@
 """``bosun telemetry report [FILE]``: is routing working? Shares, latency, documents that never route.
 
-Reads the JSONL events written when BOSUN_TELEMETRY_PATH is set. A turn that
+Reads the route events of the local telemetry file ($BOSUN_TELEMETRY_PATH, else
+$BOSUN_HOME/telemetry.jsonl, rotated files included; on unless BOSUN_TELEMETRY=off). A turn that
 produced no routes because something failed and one where nothing applied are
 different lines here; the delivered latency is printed beside the warm route
 latency; documents that never routed are named (their routing surfaces are not
@@ -10,7 +11,6 @@ discriminating), given the corpus with ``--policies``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections import Counter
@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 NAME = "telemetry"
-HELP = "summarise route telemetry (BOSUN_TELEMETRY_PATH): outcomes, latency, documents never routed"
+HELP = "summarise route telemetry ($BOSUN_HOME/telemetry.jsonl): outcomes, latency, documents never routed"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="telemetry_what", required=True)
     rp = sub.add_parser("report", help="print the report")
-    rp.add_argument("file", nargs="?", help="events JSONL (default $BOSUN_TELEMETRY_PATH)")
+    rp.add_argument("file", nargs="?", help="events JSONL (default $BOSUN_TELEMETRY_PATH or $BOSUN_HOME/telemetry.jsonl)")
+    rp.add_argument("--home", help="state directory (default $BOSUN_HOME or ~/.bosun)")
     rp.add_argument("--policies", action="append", metavar="DIR",
                     help="corpus directory, to name documents that never routed (default: $BOSUN_POLICIES or the demo corpus)")
 
@@ -38,6 +39,10 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summarise(events: list[dict[str, Any]], corpus: list[str] | None) -> str:
+    """The report over the route events among ``events`` (tool events are the dashboard's)."""
+    from bosun.server.telemetry import is_route
+
+    events = [e for e in events if is_route(e)]
     n = len(events)
     lines = [f"bosun telemetry: {n} route attempt(s)", ""]
     if not n:
@@ -82,25 +87,24 @@ def summarise(events: list[dict[str, Any]], corpus: list[str] | None) -> str:
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    events = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue  # a torn last line from a killed writer
-        if isinstance(row, dict):
-            events.append(row)
-    return events
+    """The events of a file and of its rotated generations, oldest first."""
+    from bosun.server.telemetry import read_events as read
+
+    return read(path)
 
 
 def run(args: argparse.Namespace) -> int:
-    target = args.file or os.environ.get("BOSUN_TELEMETRY_PATH", "").strip()
+    from bosun.server import telemetry
+    from bosun.server.commands import config_of
+
+    config = config_of(args)
+    target = args.file or telemetry.sink_of(config.telemetry, config.telemetry_path, config.home)
     if not target:
-        print("no events file: pass FILE or set BOSUN_TELEMETRY_PATH", file=sys.stderr)
+        print("telemetry is off (BOSUN_TELEMETRY=off): pass FILE", file=sys.stderr)
         return 2
     path = Path(target).expanduser()
-    if not path.is_file():
-        print(f"{path}: no such events file (is BOSUN_TELEMETRY_PATH set on the daemon?)", file=sys.stderr)
+    if not telemetry.generations(path):
+        print(f"{path}: no events yet (has a daemon with telemetry on served a route?)", file=sys.stderr)
         return 2
     from bosun.server.services.policies import CorpusError, demo_corpus_dir, scan_corpus
 
