@@ -42,3 +42,17 @@ class IntegrityError(BosunError):
 
 class Conflict(BosunError):
     """An update was based on a stale version of shared state."""
+
+
+class StorageError(BosunError):
+    """The database could not finish an operation (busy past the timeout, disk full, I/O error).
+
+    ``retry_safe`` says whether the failed operation left nothing behind, so calling again cannot
+    apply anything twice (a failed statement is rolled back whole)."""
+
+    def __init__(self, operation: str, cause: str, retry_safe: bool, advice: str) -> None:
+        self.operation = operation
+        self.cause = cause
+        self.retry_safe = retry_safe
+        applied = "nothing was applied; retrying is safe" if retry_safe else "the outcome is unknown; check first"
+        super().__init__(f"storage: could not {operation} ({cause}); {applied}; {advice}")

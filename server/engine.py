@@ -38,8 +38,9 @@ from bosun.server.services.precheck import PrecheckService
 from bosun.server.services.recall import RecallService, RefResolver
 from bosun.server.services.select import SelectService
 from bosun.server.services.tasks import TaskService
-from bosun.store.db import open_db
+from bosun.store.db import open_db, open_reader
 from bosun.store.embeddings import SQLiteEmbeddingStore
+from bosun.store.idempotency import SQLiteIdempotencyStore
 from bosun.store.private import private_dir
 from bosun.store.refs import BlobWriter, RefStore, SQLiteRefStore
 from bosun.store.schema import SCHEMA_VERSION
@@ -70,7 +71,9 @@ class Engine:
         self.config = config or Config.from_env()
         self._embedder_factory = embedder_factory or default_embedder_factory
         self.started_at = time.time()
-        self.db: aiosqlite.Connection | None = None
+        self.db: aiosqlite.Connection | None = None  # the writer (store/db.py: the connection policy)
+        self._reader: aiosqlite.Connection | None = None  # every tool read
+        self.idempotency: SQLiteIdempotencyStore | None = None
         self._refs: RefStore | None = None
         self._embedding_store: SQLiteEmbeddingStore | None = None
         self._embedder: CachingEmbedder | None = None
@@ -112,9 +115,12 @@ class Engine:
         """
         private_dir(self.config.home)
         self.db = await open_db(self.config.db_path)
+        self._reader = await open_reader(self.config.db_path)
         path = str(self.config.db_path)
-        self._refs = SQLiteRefStore(self.db, None if path == ":memory:" else BlobWriter(path))
-        self._embedding_store = SQLiteEmbeddingStore(self.db)
+        self._refs = SQLiteRefStore(self.db, None if path == ":memory:" else BlobWriter(path), self._reader)
+        self._embedding_store = SQLiteEmbeddingStore(self.db, self._reader)
+        self.idempotency = SQLiteIdempotencyStore(self.db, self._reader)
+        await self.idempotency.prune()
         self._load_task = self.background.spawn(self._load_model(), "model-load")
         if watch_policies:
             self.policies.start()
@@ -128,6 +134,9 @@ class Engine:
             await self.tasks.aclose()
             if self._refs is not None:
                 await self._refs.aclose()  # finishes the writes already submitted
+            if self._reader is not None:
+                await self._reader.close()
+                self._reader = None
             if self.db is not None:
                 await self.db.close()
                 self.db = None
@@ -160,9 +169,17 @@ class Engine:
 
     @property
     def conn(self) -> aiosqlite.Connection:
+        """The writer connection (writes only; reads go to ``reader``)."""
         if self.db is None:
             raise RuntimeError("engine is not open")
         return self.db
+
+    @property
+    def reader(self) -> aiosqlite.Connection:
+        """The read-only connection every tool read uses (the writer for an in-memory database)."""
+        if self.db is None:
+            raise RuntimeError("engine is not open")
+        return self._reader or self.db
 
     async def model_id(self) -> str:
         """The warm model's id (waits for the model like ``embedder``)."""

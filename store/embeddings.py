@@ -11,33 +11,32 @@ import aiosqlite
 import numpy as np
 
 from bosun.core.embedding import Vectors
-from bosun.store.db import run_many
+from bosun.store.db import fetch, run_many
 
 
 class SQLiteEmbeddingStore:
     """Vectors in the ``embeddings`` table, float32 bytes."""
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: aiosqlite.Connection, reader: aiosqlite.Connection | None = None) -> None:
         self.conn = conn
+        self.reader = reader or conn
 
     async def get_many(self, model_id: str, keys: Sequence[str]) -> dict[str, Vectors]:
         found: dict[str, Vectors] = {}
         for start in range(0, len(keys), 500):
             chunk = list(keys[start : start + 500])
             marks = ",".join("?" * len(chunk))
-            async with self.conn.execute(
-                f"SELECT sha256, dim, vec FROM embeddings WHERE model_id = ? AND sha256 IN ({marks})",
-                (model_id, *chunk),
-            ) as cur:
-                for sha, dim, blob in await cur.fetchall():
-                    vec = np.frombuffer(bytes(blob), dtype=np.float32)
-                    if vec.shape[0] == int(dim):
-                        found[sha] = vec
+            rows = await fetch(self.reader,
+                               f"SELECT sha256, dim, vec FROM embeddings WHERE model_id = ? AND sha256 IN ({marks})",
+                               (model_id, *chunk), "read cached embeddings")
+            for sha, dim, blob in rows:
+                vec = np.frombuffer(bytes(blob), dtype=np.float32)
+                if vec.shape[0] == int(dim):
+                    found[sha] = vec
         return found
 
     async def put_many(self, model_id: str, items: Iterable[tuple[str, Vectors]]) -> None:
         rows = [(model_id, key, int(vec.shape[0]), np.asarray(vec, np.float32).tobytes()) for key, vec in items]
         if rows:
             await run_many(self.conn, "INSERT OR REPLACE INTO embeddings (model_id, sha256, dim, vec) VALUES (?, ?, ?, ?)",
-                           rows)
-            await self.conn.commit()
+                           rows, "cache embeddings")

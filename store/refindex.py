@@ -12,6 +12,7 @@ import re
 import aiosqlite
 
 from bosun.core.errors import InvalidInput, NotFound
+from bosun.store.db import fetch
 
 MIN_PREFIX = 12
 _HEXPART = re.compile(r"^[0-9a-f]+$")
@@ -36,7 +37,11 @@ def split_ref(ref: str, field: str = "ref") -> str:
 
 
 class SQLiteRefIndex:
-    """Prefix lookup over the ``refs`` table (a range scan on its primary key)."""
+    """Prefix lookup over the ``refs`` table (a range scan on its primary key).
+
+    Give it the reader connection (``db.open_reader``): the lookup then never touches the writer's
+    connection, and it is one hop either way (see the connection policy in ``store/db.py``).
+    """
 
     def __init__(self, conn: aiosqlite.Connection) -> None:
         self.conn = conn
@@ -46,10 +51,8 @@ class SQLiteRefIndex:
         if len(hexpart) == 64:
             return hexpart
         upper = hexpart + "g"  # 'g' sorts after every hex digit
-        async with self.conn.execute(
-            "SELECT sha256 FROM refs WHERE sha256 >= ? AND sha256 < ? LIMIT 2", (hexpart, upper)
-        ) as cur:
-            rows = list(await cur.fetchall())
+        rows = await fetch(self.conn, "SELECT sha256 FROM refs WHERE sha256 >= ? AND sha256 < ? LIMIT 2",
+                           (hexpart, upper), "resolve a short ref")
         if not rows:
             raise NotFound("ref", f"mem://sha256:{hexpart}", "no stored payload has this prefix")
         if len(rows) > 1:

@@ -7,8 +7,8 @@ Writes of a file-backed store go through a ``BlobWriter``: one thread with its o
 SQLite connection that hashes and inserts. Hashing and inserting a megabyte hold the
 GIL for almost none of their ~1.5 ms, so the event loop serves other calls meanwhile,
 and ``put_soon`` lets a caller (observe) start the write and build its answer while
-the bytes are being stored. Reads stay on the shared connection (WAL: a committed
-blob is visible to it at once).
+the bytes are being stored. Reads go to the reader connection (``db.open_reader``; WAL: a
+committed blob is visible to it at once), so a 100 MB read never queues behind the journal.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Protocol
 import aiosqlite
 
 from bosun.core.errors import IntegrityError, InvalidInput, NotFound
-from bosun.store.db import run_many
+from bosun.store.db import fetch, run_many, storage_error
 
 log = logging.getLogger(__name__)
 
@@ -128,11 +128,16 @@ class PendingPut:
     async def ref(self) -> str:
         """The ref, once the bytes are committed (raises what the write raised)."""
         f = self._future
-        if isinstance(f, concurrent.futures.Future):
-            if f.done():  # committed already: no round trip through the event loop
-                return f.result()[0]
-            return (await asyncio.wrap_future(f))[0]
-        return (await f)[0]
+        try:
+            if isinstance(f, concurrent.futures.Future):
+                if f.done():  # committed already: no round trip through the event loop
+                    return f.result()[0]
+                return (await asyncio.wrap_future(f))[0]
+            return (await f)[0]
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.Error as exc:
+            raise storage_error(exc, "store the payload") from exc
 
     async def settle(self) -> None:
         """Wait for the write to end, whatever its outcome (a caller that failed before awaiting it)."""
@@ -253,9 +258,11 @@ class SQLiteRefStore:
     without it (``:memory:``, tests), through the shared connection.
     """
 
-    def __init__(self, conn: aiosqlite.Connection, writer: BlobWriter | None = None) -> None:
+    def __init__(self, conn: aiosqlite.Connection, writer: BlobWriter | None = None,
+                 reader: aiosqlite.Connection | None = None) -> None:
         self.conn = conn
         self.writer = writer
+        self.reader = reader or conn
 
     async def put(self, data: bytes, media_type: str = "text/plain") -> str:
         return (await self.put_many([(data, media_type)]))[0]
@@ -272,7 +279,12 @@ class SQLiteRefStore:
         if not blobs:
             return []
         if self.writer is not None:
-            return await asyncio.wrap_future(self.writer.submit(blobs))
+            try:
+                return await asyncio.wrap_future(self.writer.submit(blobs))
+            except sqlite3.IntegrityError:
+                raise
+            except sqlite3.Error as exc:
+                raise storage_error(exc, "store the payload") from exc
         return await self._put_shared_many(blobs)
 
     def close(self) -> None:
@@ -286,14 +298,13 @@ class SQLiteRefStore:
 
     async def _put_shared_many(self, blobs: list[Blob]) -> list[str]:
         rows, refs = _rows(blobs)
-        await run_many(self.conn, _INSERT, rows)
-        await self.conn.commit()
+        await run_many(self.conn, _INSERT, rows, "store the payload")
         return refs
 
     async def get(self, ref: str) -> bytes:
         """The bytes behind ``ref``, re-hashed: raises IntegrityError rather than return wrong bytes."""
         digest = parse_ref(ref)
-        rows = list(await self.conn.execute_fetchall("SELECT data FROM refs WHERE sha256 = ?", (digest,)))
+        rows = await fetch(self.reader, "SELECT data FROM refs WHERE sha256 = ?", (digest,), "read the payload")
         if not rows:
             raise NotFound("ref", make_ref(digest), "it was never stored here (check BOSUN_HOME)")
         data = bytes(rows[0][0])
@@ -307,11 +318,8 @@ class SQLiteRefStore:
 
     async def info(self, ref: str) -> RefInfo:
         digest = parse_ref(ref)
-        rows = list(
-            await self.conn.execute_fetchall(
-                "SELECT media_type, size, created_at FROM refs WHERE sha256 = ?", (digest,)
-            )
-        )
+        rows = await fetch(self.reader, "SELECT media_type, size, created_at FROM refs WHERE sha256 = ?", (digest,),
+                           "read the payload's size")
         if not rows:
             raise NotFound("ref", make_ref(digest))
         row = rows[0]
@@ -319,7 +327,7 @@ class SQLiteRefStore:
 
     async def exists(self, ref: str) -> bool:
         digest = parse_ref(ref)
-        return bool(list(await self.conn.execute_fetchall("SELECT 1 FROM refs WHERE sha256 = ?", (digest,))))
+        return bool(await fetch(self.reader, "SELECT 1 FROM refs WHERE sha256 = ?", (digest,), "look up a payload"))
 
     async def verify(self, ref: str) -> bool:
         """True when the blob is present and intact."""

@@ -54,6 +54,23 @@ MIGRATIONS: list[tuple[str, str]] = [
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        # issue 13: a state-changing call has exactly one effect. The key is journaled on the
+        # event it produced (task_events.idem_key); ``idempotency`` maps it to that event and keeps
+        # the first answer, so a re-sent call is answered without being applied again.
+        "idempotency_0001",
+        """
+        ALTER TABLE task_events ADD COLUMN idem_key TEXT;
+        CREATE TABLE idempotency (
+            key         TEXT PRIMARY KEY,
+            task_id     TEXT NOT NULL,
+            seq         INTEGER NOT NULL,
+            created_at  REAL NOT NULL,
+            fingerprint TEXT,
+            answer      TEXT
+        );
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -23,7 +23,8 @@ import aiosqlite
 
 from bosun.core.errors import Conflict
 from bosun.core.task.state import Event
-from bosun.store.db import run
+from bosun.store.db import fetch, run
+from bosun.store.idempotency import AlreadyApplied
 
 # one statement each (the migration runner splits on ';', so triggers live here, idempotent)
 _TRIGGERS = (
@@ -50,6 +51,14 @@ _TRIGGERS = (
     BEGIN SELECT RAISE(ABORT, 'task_events is append-only'); END""",
     """CREATE TRIGGER IF NOT EXISTS task_events_no_delete BEFORE DELETE ON task_events
     BEGIN SELECT RAISE(ABORT, 'task_events is append-only'); END""",
+    # the idempotency key rides on the batch's last event: recorded in the same statement, so a key
+    # is on record exactly when its events are, and a second use aborts the whole insert
+    """CREATE TRIGGER IF NOT EXISTS task_events_idempotency AFTER INSERT ON task_events
+    WHEN NEW.idem_key IS NOT NULL
+    BEGIN
+        INSERT INTO idempotency (key, task_id, seq, created_at)
+        VALUES (NEW.idem_key, NEW.task_id, NEW.seq, NEW.created_at);
+    END""",
 )
 
 # SQLite's bound-parameter limit is 32766; 6 per row
@@ -80,8 +89,11 @@ class TaskStore(Protocol):
 
     async def setup(self) -> None: ...
 
-    async def append(self, task_id: str, events: Sequence[NewEvent], expected_version: int) -> list[Event]:
-        """Append after ``expected_version`` (0 for a new task), all or nothing; Conflict if stale."""
+    async def append(self, task_id: str, events: Sequence[NewEvent], expected_version: int,
+                     idempotency_key: str | None = None) -> list[Event]:
+        """Append after ``expected_version`` (0 for a new task), all or nothing; Conflict if stale.
+
+        ``idempotency_key`` is recorded in the same transaction; AlreadyApplied if it was used before."""
         ...
 
     async def events(self, task_id: str, since_seq: int = 0) -> list[Event]: ...
@@ -98,7 +110,7 @@ def _dump(payload: Mapping[str, Any]) -> str:
 
 
 class SQLiteTaskStore:
-    """Task journal in the bosun SQLite database (shared autocommit connection).
+    """Task journal in the bosun SQLite database (shared autocommit connection; reads on ``reader``).
 
     Every awaited aiosqlite call is a thread hop (50-250 us here), so reads use
     ``execute_fetchall`` (one hop) and writes are one statement with no separate
@@ -108,8 +120,10 @@ class SQLiteTaskStore:
     indexed lookup of ~10 us instead of a hop; WAL lets it read beside the writer.
     """
 
-    def __init__(self, conn: aiosqlite.Connection, path: str | Path | None = None) -> None:
+    def __init__(self, conn: aiosqlite.Connection, path: str | Path | None = None,
+                 reader: aiosqlite.Connection | None = None) -> None:
         self.conn = conn
+        self.reader = reader or conn
         self._path = None if path is None or str(path) == ":memory:" else Path(path)
         self._ro: sqlite3.Connection | None = None
 
@@ -132,7 +146,8 @@ class SQLiteTaskStore:
         for sql in _TRIGGERS:
             await run(self.conn, sql)
 
-    async def append(self, task_id: str, events: Sequence[NewEvent], expected_version: int) -> list[Event]:
+    async def append(self, task_id: str, events: Sequence[NewEvent], expected_version: int,
+                     idempotency_key: str | None = None) -> list[Event]:
         if not events:
             return []
         if len(events) > _MAX_ROWS:
@@ -144,22 +159,23 @@ class SQLiteTaskStore:
             for i, e in enumerate(events)
         ]
         params: list[Any] = []
-        for ev in out:
-            params += [ev.task_id, ev.seq, ev.kind, _dump(ev.payload), ev.agent, ev.created_at]
-        sql = ("INSERT INTO task_events (task_id, seq, kind, payload_json, agent, created_at) VALUES "
-               + ",".join(["(?, ?, ?, ?, ?, ?)"] * len(out)))
+        for i, ev in enumerate(out):
+            key = idempotency_key if i == len(out) - 1 else None
+            params += [ev.task_id, ev.seq, ev.kind, _dump(ev.payload), ev.agent, ev.created_at, key]
+        sql = ("INSERT INTO task_events (task_id, seq, kind, payload_json, agent, created_at, idem_key) VALUES "
+               + ",".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(out)))
         try:
-            await run(self.conn, sql, params)  # autocommit: committed when this returns
+            # autocommit: committed when this returns; busy is retried, other failures are a StorageError
+            await run(self.conn, sql, params, "append to the task journal")
         except sqlite3.IntegrityError as exc:
+            if idempotency_key is not None and "idempotency" in str(exc):
+                raise AlreadyApplied(idempotency_key) from exc
             raise Conflict(f"task {task_id}: version {expected_version} is stale ({exc})") from exc
         return out
 
     async def events(self, task_id: str, since_seq: int = 0) -> list[Event]:
-        rows = await self.conn.execute_fetchall(
-            "SELECT seq, kind, payload_json, agent, created_at FROM task_events "
-            "WHERE task_id = ? AND seq > ? ORDER BY seq",
-            (task_id, since_seq),
-        )
+        rows = await fetch(self.reader, "SELECT seq, kind, payload_json, agent, created_at FROM task_events "
+                           "WHERE task_id = ? AND seq > ? ORDER BY seq", (task_id, since_seq), "read the task journal")
         return [
             Event(task_id=task_id, seq=int(r[0]), kind=str(r[1]), payload=json.loads(r[2]), agent=r[3],
                   created_at=float(r[4]))
@@ -175,15 +191,13 @@ class SQLiteTaskStore:
                 return None if row is None or row[0] is None else int(row[0])
             except sqlite3.Error:
                 pass  # e.g. the table was just created by another connection: ask the writer
-        rows = list(await self.conn.execute_fetchall(sql, (task_id,)))
+        rows = await fetch(self.reader, sql, (task_id,), "read the task version")
         return None if not rows or rows[0][0] is None else int(rows[0][0])
 
     async def task(self, task_id: str) -> TaskRow | None:
-        async with self.conn.execute(
-            "SELECT task_id, objective, status, version, created_at, updated_at FROM tasks WHERE task_id = ?",
-            (task_id,),
-        ) as cur:
-            row = await cur.fetchone()
+        rows = await fetch(self.reader, "SELECT task_id, objective, status, version, created_at, updated_at "
+                           "FROM tasks WHERE task_id = ?", (task_id,), "read the task")
+        row = rows[0] if rows else None
         return None if row is None else TaskRow(str(row[0]), str(row[1]), str(row[2]), int(row[3]),
                                                  float(row[4]), float(row[5]))
 
@@ -194,6 +208,5 @@ class SQLiteTaskStore:
             sql += " WHERE status = ?"
             args = (status,)
         sql += " ORDER BY updated_at DESC LIMIT ?"
-        async with self.conn.execute(sql, (*args, int(limit))) as cur:
-            rows = await cur.fetchall()
+        rows = await fetch(self.reader, sql, (*args, int(limit)), "list tasks")
         return [TaskRow(str(r[0]), str(r[1]), str(r[2]), int(r[3]), float(r[4]), float(r[5])) for r in rows]

@@ -28,7 +28,7 @@ class RefResolver:
 
     async def resolve(self, ref: str, field: str = "ref") -> str:
         if self._index is None:
-            self._index = SQLiteRefIndex(self.engine.conn)
+            self._index = SQLiteRefIndex(self.engine.reader)
         return await self._index.resolve(ref, field)
 
 

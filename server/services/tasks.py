@@ -24,6 +24,7 @@ from bosun.core.task.state import Event, TaskState
 from bosun.core.task.volatile import find_volatile
 from bosun.core.tokens import estimate_tokens
 from bosun.server.services.changes import ChangeListeners
+from bosun.store.idempotency import CALL_KEY
 from bosun.store.tasks import NewEvent, SQLiteTaskStore, TaskStore
 
 if TYPE_CHECKING:
@@ -88,7 +89,8 @@ class TaskService:
             async with self._setup_lock:
                 if not self._ready:
                     if self._store is None:
-                        self._store = SQLiteTaskStore(self.engine.conn, self.engine.config.db_path)
+                        self._store = SQLiteTaskStore(self.engine.conn, self.engine.config.db_path,
+                                                      self.engine.reader)
                     await self._store.setup()
                     self._ready = True
         assert self._store is not None
@@ -182,12 +184,14 @@ class TaskService:
         async with self._lock(tid):
             try:
                 events = await store.append(
-                    tid, [NewEvent("task_started", payload, agent)] + [NewEvent(k, dict(p), agent) for k, p in extra], 0
+                    tid, [NewEvent("task_started", payload, agent)] + [NewEvent(k, dict(p), agent) for k, p in extra], 0,
+                    _call_key(),
                 )
             except Conflict as exc:
                 raise InvalidInput("task_id", f"task {tid} already exists", "omit task_id to get a fresh one") from exc
             state = rebuild(events, tid)
             self._states[tid] = state
+            _note_call(tid, state.version)
         self.changes.notify(tid)
         return state
 
@@ -241,17 +245,19 @@ class TaskService:
                 raise VersionConflict(task_id, expected_version, state.version, state.seal)
             if not batch:
                 return state
+            key = _call_key()
             try:
-                events = await store.append(task_id, batch, state.version)
+                events = await store.append(task_id, batch, state.version, key)
             except Conflict as exc:
                 # another process appended in between: catch up and report the real version
                 state = await self._fresh(task_id)
                 if expected_version is not None:
                     raise VersionConflict(task_id, expected_version, state.version, state.seal) from exc
-                events = await store.append(task_id, batch, state.version)
+                events = await store.append(task_id, batch, state.version, key)
             for ev in events:
                 state = apply_event(state, ev)
             self._states[task_id] = state
+            _note_call(task_id, state.version)
         self.changes.notify(task_id)
         return state
 
@@ -306,3 +312,18 @@ class TaskService:
         store = await self.store()
         return [{"task_id": r.task_id, "objective": r.objective, "status": r.status, "version": r.version}
                 for r in await store.list_tasks(status, limit)]
+
+
+def _call_key() -> str | None:
+    """The idempotency key to journal with this write: the call's key, on its first journal write only.
+
+    A call that writes twice (a head recorded, then the update) records its key with the first
+    write; the key then answers for the call as a whole."""
+    current = CALL_KEY.get()
+    return current.key if current is not None and not current.used else None
+
+
+def _note_call(task_id: str, version: int) -> None:
+    current = CALL_KEY.get()
+    if current is not None and not current.used:
+        current.task_id, current.version = task_id, version
