@@ -65,6 +65,12 @@ class Config:
     # routing
     policy_poll_s: float = 1.0  # BOSUN_POLICY_POLL_S: how often policy files are checked for changes (0: never)
     route_operating_point: Path | None = None  # BOSUN_ROUTE_OPERATING_POINT: a TOML point replacing self-calibration
+    # fleet (issue 13): admission, HTTP sessions
+    max_inflight: int = 32  # BOSUN_MAX_INFLIGHT: tool calls running at once
+    max_queued: int = 256  # BOSUN_MAX_QUEUED: tool calls waiting for a slot; beyond it "busy, retry after"
+    queue_timeout_s: float = 30.0  # BOSUN_QUEUE_TIMEOUT_S: longest wait for a slot before "busy, retry after"
+    session_idle_timeout_s: float = 600.0  # BOSUN_SESSION_IDLE_TIMEOUT_S: an idle HTTP session is reclaimed
+    max_sessions: int = 1000  # BOSUN_MAX_SESSIONS: HTTP sessions held at once
     # local telemetry (dashboard, stats): on by default, rotated, never prompt text or paths
     telemetry: bool = True  # BOSUN_TELEMETRY: on | off
     telemetry_path: Path | None = None  # BOSUN_TELEMETRY_PATH: the events file (default $BOSUN_HOME/telemetry.jsonl)
@@ -110,6 +116,11 @@ class Config:
             "invariants": read.path("BOSUN_INVARIANTS"),
             "policy_poll_s": read.number("BOSUN_POLICY_POLL_S", 1.0, float, minimum=0),
             "route_operating_point": read.path("BOSUN_ROUTE_OPERATING_POINT"),
+            "max_inflight": read.number("BOSUN_MAX_INFLIGHT", 32, int, minimum=1),
+            "max_queued": read.number("BOSUN_MAX_QUEUED", 256, int, minimum=0),
+            "queue_timeout_s": read.number("BOSUN_QUEUE_TIMEOUT_S", 30.0, float, minimum=0.1),
+            "session_idle_timeout_s": read.number("BOSUN_SESSION_IDLE_TIMEOUT_S", 600.0, float, minimum=1),
+            "max_sessions": read.number("BOSUN_MAX_SESSIONS", 1000, int, minimum=1),
             "telemetry": read.choice("BOSUN_TELEMETRY", "on", ("on", "off")) == "on",
             "telemetry_path": read.path("BOSUN_TELEMETRY_PATH"),
         }
