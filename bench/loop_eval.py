@@ -60,15 +60,15 @@ _NUM = re.compile(r"\d+")
 SPLIT_SEED = "issue19-loop-split"
 HELD_OUT_FRACTION = 0.3
 FAMILIES = ("pytest", "npm", "make", "cargo", "go", "gradle", "pip")
-_FAMILY_PATTERNS = (
-    ("pytest", re.compile(r"\b(?:pytest|py\.test)\b|\bpython[\d.]*\s+-m\s+pytest\b")),
-    ("npm", re.compile(r"\b(?:npm|npx|yarn|pnpm)\s")),
-    ("make", re.compile(r"(?:^|[;&|(]\s*|\s)(?:make|cmake|ninja)\b(?!\S*\.)")),
-    ("cargo", re.compile(r"\bcargo\s")),
-    ("go", re.compile(r"(?:^|[;&|(]\s*)go\s+(?:build|test|run|vet|install|mod|get)\b")),
-    ("gradle", re.compile(r"\b(?:gradlew?|\./gradlew|mvn|mvnw)\b")),
-    ("pip", re.compile(r"\bpip3?\s|\bpython[\d.]*\s+-m\s+pip\b|\buv\s+pip\b")),
-)
+# program (or "python -m module") -> family; a command belongs to the first family among its programs
+_FAMILY_OF = {
+    "pytest": "pytest", "py.test": "pytest", "-m pytest": "pytest",
+    "npm": "npm", "npx": "npm", "yarn": "npm", "pnpm": "npm",
+    "make": "make", "cmake": "make", "ninja": "make", "gmake": "make",
+    "cargo": "cargo", "go": "go",
+    "gradle": "gradle", "gradlew": "gradle", "./gradlew": "gradle", "mvn": "gradle", "mvnw": "gradle",
+    "pip": "pip", "pip3": "pip", "-m pip": "pip",
+}
 
 
 def held_out(traj_id: str) -> bool:
@@ -78,12 +78,13 @@ def held_out(traj_id: str) -> bool:
 
 
 def command_family(tool: str, args: Any) -> str:
-    """The command family a call belongs to (first match in FAMILIES order), "shell" or "api"."""
+    """The family of a call: that of the first of its programs that has one, else "shell"; "api" for non-shell."""
     command = args.get("command") if isinstance(args, dict) else None
     if not isinstance(command, str):
         return "api"
-    for name, pattern in _FAMILY_PATTERNS:
-        if pattern.search(command):
+    for prog in analyse(command).programs:
+        name = _FAMILY_OF.get(prog) or _FAMILY_OF.get(prog[prog.find(" -m "):].strip() if " -m " in prog else "")
+        if name:
             return name
     return "shell"
 

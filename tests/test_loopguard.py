@@ -198,3 +198,48 @@ def test_error_signature_masks_numbers_and_keeps_names() -> None:
     assert a == b
     assert error_signature("ModuleNotFoundError: No module named 'foo'") != error_signature(
         "ModuleNotFoundError: No module named 'bar'")
+
+
+# ---- issue 19: the same failure repeated by command family (builds and installs may write; failing
+# identically is the evidence that they changed nothing)
+BUILD_FAILURES = [
+    ("npm run build", "npm ERR! code ELIFECYCLE\nnpm ERR! errno 2\nnpm ERR! app@1.0.0 build: `tsc -p .`\n"
+                      "npm ERR! Exit status 2"),
+    ("make build -j4", "ld: error: undefined symbol: frobnicate\n>>> referenced by main.o\n"
+                       "make: *** [Makefile:12: build] Error 1"),
+    ("cargo build", "error[E0425]: cannot find value `x` in this scope\n --> src/main.rs:2:5\n"
+                    "error: could not compile `demo` due to previous error"),
+    ("go build ./...", "# demo\n./main.go:5:2: undefined: frob"),
+    ("./gradlew build", "* What went wrong:\nExecution failed for task ':compileJava'.\nBUILD FAILED in 3s"),
+    ("pip install nosuchpkg==9", "ERROR: Could not find a version that satisfies the requirement nosuchpkg==9\n"
+                                 "ERROR: No matching distribution found for nosuchpkg==9"),
+    ("python -m pytest tests/test_a.py", "E   assert 1 == 2\n=========== 1 failed in 0.12s ==========="),
+]
+
+
+@pytest.mark.parametrize(("command", "error"), BUILD_FAILURES, ids=[c.split()[0] for c, _ in BUILD_FAILURES])
+def test_the_fourth_identical_failure_of_any_family_gets_a_loop_verdict(command: str, error: str) -> None:
+    g = LoopGuard()
+    fail(g, "bash", sh(command), error)
+    for _ in range(2):  # the 2nd and 3rd try: the earlier failure is pointed out
+        assert patterns(g, "bash", sh(command)) == [("duplicate", "suggest_alternative")]
+        fail(g, "bash", sh(command), error.replace("3s", "4s").replace("0.12s", "0.2s"))
+    found = g.check("bash", sh(command))
+    assert (found[0].pattern, found[0].verdict) == ("repeated_failure", "block")
+
+
+@pytest.mark.parametrize(("command", "error"), BUILD_FAILURES, ids=[c.split()[0] for c, _ in BUILD_FAILURES])
+def test_an_edit_between_identical_failures_keeps_the_next_run_unflagged(command: str, error: str) -> None:
+    g = LoopGuard()
+    for i in range(3):
+        fail(g, "bash", sh(command), error)
+        ok(g, "bash", sh(f"sed -i 's/frob{i}/frob{i + 1}/' src/main.c"), "")
+    assert patterns(g, "bash", sh(command)) == []
+
+
+def test_a_build_that_fails_differently_is_progress() -> None:
+    g = LoopGuard()
+    fail(g, "bash", sh("make build"), "main.c:3: error: expected ';'\nmake: *** [build] Error 1")
+    fail(g, "bash", sh("make build"), "ld: error: undefined symbol: frob\nmake: *** [build] Error 1")
+    fail(g, "bash", sh("make build"), "main.c:9: error: unknown type 'x'\nmake: *** [build] Error 1")
+    assert all(v != "block" for _, v in patterns(g, "bash", sh("make build")))

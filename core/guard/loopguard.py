@@ -27,7 +27,10 @@ Progress (documented, explicit): a call makes progress when
   * it returns a result (or an error) never seen before in this task.
 A world change starts a new *epoch*: failures are counted per epoch, and a result is
 only a duplicate if it was produced in the current epoch. So re-running the tests after
-an edit is progress, never a loop.
+an edit is progress, never a loop. A call that fails exactly as its previous run did
+(same error signature, no change since) is not a world change even when its command may
+write (``make``, ``npm run build``, ``cargo build``, ``pip install``): the repeated failure
+is the evidence that it changed nothing, so the count reaches the block threshold.
 
 ``fingerprint = sha256(tool || canonical_args || result_signature)``. Memory per task is
 bounded: every table is an LRU with a fixed capacity (see ``LoopPolicy``).
@@ -63,7 +66,7 @@ _TRANSIENT = re.compile(
 )
 # a shell command's non-zero exit is only an error when its output ends like one (linters, grep, diff exit 1 too)
 _ERRORISH = re.compile(r"error|exception|traceback|fail|fatal|denied|not found|no such|cannot|can't|unable|"
-                       r"invalid|refused|abort|panic|segmentation|killed|errno", re.IGNORECASE)
+                       r"invalid|refused|abort|panic|segmentation|killed|errno|undefined", re.IGNORECASE)
 
 
 # ---------------------------------------------------------------- canonical forms and hashes
@@ -292,7 +295,11 @@ class LoopGuard:
         self.signatures[seen] = None
         if len(self.signatures) > self.policy.max_signatures:
             del self.signatures[next(iter(self.signatures))]
-        if fx.writes is None or fx.writes:
+        # a call that failed exactly as its last run did (same error, nothing changed since) changed nothing:
+        # a failing build or install may name unknown targets, but repeating its failure is not progress
+        same_failure = (failed and rec.fail_sig is not None and rec.fail_epoch == self.world
+                        and rec.fail_sig == sig)
+        if (fx.writes is None or fx.writes) and not same_failure:
             self._world_changed(fx.writes)
             progress = True
         elif fx.executes:

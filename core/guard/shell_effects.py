@@ -68,6 +68,7 @@ class ShellEffect:
     runs_tests: bool = False
     scripts_run: tuple[str, ...] = ()
     created_scripts: dict[str, bool] = field(default_factory=dict)  # path -> does its body write files
+    programs: tuple[str, ...] = ()  # the program of every segment ("python -m pytest" keeps its module)
 
 
 def _strip_heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
@@ -248,7 +249,7 @@ def analyse(command: str, known_scripts: Mapping[str, bool] | None = None) -> Sh
     if not runs_writer:
         return base
     return ShellEffect(writes=True, targets=None, reads=None, family=base.family, runs_tests=base.runs_tests,
-                       scripts_run=base.scripts_run, created_scripts=base.created_scripts)
+                       scripts_run=base.scripts_run, created_scripts=base.created_scripts, programs=base.programs)
 
 
 def _analyse(command: str) -> ShellEffect:
@@ -291,7 +292,7 @@ def _analyse(command: str) -> ShellEffect:
         prog, args = _program(words)
         if not prog or prog.startswith("#"):
             continue
-        families.append(prog)
+        families.append(f"{prog} -m {args[1]}" if _is_python(prog) and args[:1] == ["-m"] and len(args) > 1 else prog)
         was_first, first_segment = first_segment, False
         if prog in {"cd", "pushd", "popd", "export", "source", "."}:
             unknown_targets = unknown_reads = True  # the working directory or environment changed
@@ -372,7 +373,7 @@ def _analyse(command: str) -> ShellEffect:
             if known.get(prog) or known.get(prog.lstrip("./")):
                 writes = True
                 unknown_targets = True
-    family = families[0] if families else ""
+    family = families[0].split(" ", 1)[0] if families else ""
     if any(ch in t for t in targets for ch in "*?[$`"):
         unknown_targets = True
     return ShellEffect(
@@ -383,4 +384,5 @@ def _analyse(command: str) -> ShellEffect:
         runs_tests=bool(_TEST_WORDS.search(text)),
         scripts_run=tuple(scripts),
         created_scripts=created,
+        programs=tuple(families),
     )
