@@ -74,6 +74,7 @@ class Engine:
         self.db: aiosqlite.Connection | None = None  # the writer (store/db.py: the connection policy)
         self._reader: aiosqlite.Connection | None = None  # every tool read
         self.idempotency: SQLiteIdempotencyStore | None = None
+        self.admission: Any = None  # server/idempotency.py's Admission, once a server is built
         self._refs: RefStore | None = None
         self._embedding_store: SQLiteEmbeddingStore | None = None
         self._embedder: CachingEmbedder | None = None
