@@ -1,0 +1,94 @@
+"""The recorder: one telemetry line per tool call, with bosun's own codes about it.
+
+Middleware around every ``tools/call``: the tool's name, latency and error flag, and from its
+answer only bosun's verdict codes (precheck verdict and rule, seal drift verdict, audit pass/fail
+with its issue codes, claim count and compliance). The task id is kept so the dashboard can show
+a task's drift history and loop-guard blocks. Never an argument value, prompt or path. It also
+remembers which client sessions were seen recently (the dashboard's session count) and tells
+listeners that something changed, so open dashboards refresh.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from bosun.server import telemetry
+from bosun.server.services.changes import ChangeListeners
+from bosun.server.services.stats import StatsService
+
+MAX_ID = 64  # a task id longer than this is not one bosun issued: not recorded
+
+
+def _field(result: Any, snake: str, camel: str) -> Any:
+    if isinstance(result, dict):
+        return result.get(camel, result.get(snake))
+    return getattr(result, snake, None)
+
+
+def drift_verdict(answer: dict[str, Any]) -> str | None:
+    """The seal verdict of an answer (``"ok"`` or ``{"verdict": ...}``); None when no seal was checked."""
+    drift = answer.get("drift")
+    if isinstance(drift, str):
+        return drift
+    if isinstance(drift, dict) and isinstance(drift.get("verdict"), str):
+        return str(drift["verdict"])
+    return None
+
+
+def codes_of(tool: str, answer: dict[str, Any], error: bool) -> dict[str, Any]:
+    """bosun's own codes in a tool answer (the only parts of an answer that reach telemetry)."""
+    out: dict[str, Any] = {"drift": drift_verdict(answer)}
+    if tool == "precheck" and not error:
+        out["verdict"] = answer.get("verdict")
+        out["rule"] = answer.get("rule")
+    elif tool == "audit":
+        if error:  # an enforced audit that failed raises: the answer is the error
+            out.update(passed=False, issues=["enforcement_raised"])
+        else:
+            out.update(passed=bool(answer.get("trust_passed")), issues=telemetry.codes(answer.get("policy_issues") or []),
+                       claims=len(answer.get("claims") or []), compliance=answer.get("compliance_rate"))
+    elif tool == "observe" and not error:
+        out["offloaded"] = answer.get("offloaded")
+    return out
+
+
+class Recorder:
+    """ServerMiddleware recording tool outcomes; ``changes`` tells open dashboards to refresh."""
+
+    def __init__(self, stats: StatsService) -> None:
+        self.stats = stats
+        self.changes = ChangeListeners("telemetry")
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        session = getattr(ctx, "session", None)
+        if session is not None:
+            self.stats.sessions[id(session)] = time.time()
+            if len(self.stats.sessions) > 1000:  # forget the oldest half
+                for key in sorted(self.stats.sessions, key=self.stats.sessions.__getitem__)[:500]:
+                    del self.stats.sessions[key]
+        if ctx.method != "tools/call" or not isinstance(ctx.params, dict):
+            return await call_next(ctx)
+        name = ctx.params.get("name")
+        given = ctx.params.get("arguments")
+        args: dict[str, Any] = given if isinstance(given, dict) else {}
+        started = time.perf_counter()
+        error = True
+        result: Any = None
+        try:
+            result = await call_next(ctx)
+            error = bool(_field(result, "is_error", "isError"))
+            return result
+        finally:
+            self._record(str(name), args, result, error, (time.perf_counter() - started) * 1000)
+
+    def _record(self, tool: str, args: dict[str, Any], result: Any, error: bool, ms: float) -> None:
+        try:
+            answer = _field(result, "structured_content", "structuredContent")
+            answer = answer if isinstance(answer, dict) else {}
+            task = args.get("task_id") or answer.get("task_id")
+            task_id = task if isinstance(task, str) and 0 < len(task) <= MAX_ID else None
+            telemetry.record_tool(tool[:MAX_ID], ms, error, task_id, **codes_of(tool, answer, error))
+        except Exception:  # telemetry never costs a call
+            pass
+        self.changes.notify(tool)
