@@ -34,7 +34,7 @@ log = logging.getLogger("bosun.server")
 
 # modules beyond the tools that add to the server: each defines ``register(mcp, engine)`` (resources,
 # middleware, HTTP routes); imported when the server is built. Add a module by adding its name here.
-EXTENSIONS: list[str] = ["bosun.server.idempotency"]
+EXTENSIONS: list[str] = ["bosun.server.idempotency", "bosun.server.dashboard"]
 
 INSTRUCTIONS = (
     "bosun governs this agent's context. route(prompt) names the policies that bear on a prompt; read one "
