@@ -420,17 +420,10 @@ def quantiles(xs: list[float]) -> tuple[float, float, float]:
 
 async def measure_schema(home: Path) -> int:
     """Tokens of the recall tool's listing (name, description, input schema, annotations), as served."""
-    from mcp.server import MCPServer
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from tool_tokens import tool_costs
 
-    from bosun.server.tools import recall
-
-    mcp: MCPServer[Any] = MCPServer("schema-probe")
-    recall.register(mcp)
-    tools = await mcp.list_tools()
-    for t in tools:
-        if t.name == "recall":
-            return estimate_tokens(_compact(t.model_dump(exclude_none=True, by_alias=True)))
-    raise RuntimeError("recall tool not listed")
+    return tool_costs(["recall"])["recall"]
 
 
 async def main() -> None:
@@ -439,6 +432,8 @@ async def main() -> None:
     ap.add_argument("--data", default=str(DATA), help="trajectory file (default: miniswe-dev; also tau-airline)")
     ap.add_argument("--mode", default="cache_ttl", choices=sorted(MODES))
     ap.add_argument("--out", default="", help="write the markdown report here")
+    ap.add_argument("--offload-min", type=int, default=0,
+                    help="tuning only: override the mode's offload threshold (tokens) for this replay")
     ap.add_argument("--split", default="all", choices=["all", "dev", "holdout"],
                     help="replay only the seeded dev part (tune here) or the held-out part (report once)")
     ap.add_argument("--compact-every", type=int, default=-1,
@@ -451,6 +446,10 @@ async def main() -> None:
         runs = [r for r in runs if split_of(str(r["traj_id"])) == args.split]
     if args.runs:
         runs = runs[: args.runs]
+    if args.offload_min:
+        import dataclasses
+
+        MODES[args.mode] = dataclasses.replace(MODES[args.mode], offload_min_tokens=args.offload_min)
     home = Path(tempfile.mkdtemp(prefix="bosun-replay-"))
     schema = await measure_schema(home)
     engine = Engine(Config(home=home / "h", policies=[]), embedder_factory=lambda _c: HashEmbedder(8))

@@ -64,6 +64,7 @@ MODES: dict[str, PruneMode] = {
 }
 DEFAULT_MODE = "cache_ttl"
 MAX_STUB_SHARE = 0.5  # a stub may cost at most this share of the result it replaces
+VIEW_MIN_TOKENS = 40  # below this, a compressed view's ref and note cost about what the noise does
 
 
 def get_mode(name: str | None) -> PruneMode:

@@ -8,9 +8,13 @@ missing. A payload over the limit is refused before anything is written.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import re
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bosun.core.actions import (
@@ -22,9 +26,13 @@ from bosun.core.actions import (
     shell_command,
     short_args,
 )
-from bosun.core.errors import InvalidInput
+from bosun.core.errors import InvalidInput, NotFound
 from bosun.core.offload.compaction import ITEM_KEYS, ITEM_KINDS, plan_compaction
+from bosun.core.offload.compress import compress
+from bosun.core.offload.intent import focus
 from bosun.core.offload.offload import (
+    MAX_STUB_SHARE,
+    VIEW_MIN_TOKENS,
     PruneMode,
     answer_tokens,
     build_stub,
@@ -46,9 +54,28 @@ from bosun.store.refs import PendingPut, make_ref
 if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
+INTENT_MAX = 300  # tokens of intent lines at most (also at most the room the stub leaves under half the result)
+THREAD_ABOVE = 65_536  # characters: CPU work on larger outputs (view, intent) runs on a worker thread
 COMPACT_EVERY = 8  # results between compaction checks
 COMPACT_MIN_TOKENS = 500  # suggest compaction only when it would free at least this much
 MEDIA_TEXT = "text/plain; charset=utf-8"
+SPOOL_DIR = "spool"  # under BOSUN_HOME: where bosun run streams a command's output (0600 files)
+SPOOL_NAME = re.compile(r"run-[A-Za-z0-9_-]{1,64}\.out")
+
+
+def read_spool(path: Path, limit: int) -> tuple[str, int, bool]:
+    """The spooled output as text, its size in bytes, and whether only its head and tail fit ``limit``."""
+    with open(path, "rb") as fh:
+        total = os.fstat(fh.fileno()).st_size
+        if total <= limit:
+            return fh.read().decode("utf-8", "replace"), total, False
+        half = limit // 2 - 1024
+        head = fh.read(half)
+        fh.seek(total - half)
+        tail = fh.read(half)
+    marker = (f"\n[bosun run: {total - 2 * half:,} bytes of the middle are not in this ref; "
+              f"the spool file {path.name} under BOSUN_HOME holds every byte]\n").encode()
+    return (head + marker + tail).decode("utf-8", "replace"), total, True
 
 
 def _test_outcome(facts: dict[str, Any], kind: str) -> bool | None:
@@ -90,12 +117,13 @@ class ObserveService:
     async def run(self, task_id: str, kind: str, tool: str | None = None, args: Any = None, result: Any = None,
                   seal: str | None = None, path: str | None = None, text: str | None = None,
                   refs: list[str] | None = None, mode: str | None = None, offload: bool | None = None,
-                  agent: str | None = None) -> dict[str, Any]:
+                  agent: str | None = None, intent: str | None = None) -> dict[str, Any]:
         """One observe call, by kind; ``drift`` joins the answer (lean when the seal is intact)."""
         task_id = check_task_id(task_id)
         drift = await self.tasks.check_seal(task_id, seal) if seal else None
         if kind in ("result", "failure"):
-            out = await self.observe_output(task_id, kind == "failure", tool, args, result, mode, offload, agent)
+            out = await self.observe_output(task_id, kind == "failure", tool, args, result, mode, offload, agent,
+                                            intent=intent)
         elif kind == "dropped":
             out = await self.drop(task_id, list(refs or []) + ([result] if result else []), agent)
         elif kind == "file":
@@ -119,8 +147,16 @@ class ObserveService:
         mode: str | None = None,
         offload: bool | None = None,
         agent: str | None = None,
+        intent: str | None = None,
+        exit_code: int | None = None,
     ) -> dict[str, Any]:
-        """Log a tool result (or failure); offload it behind a stub when that saves tokens."""
+        """Log a tool result (or failure); offload it behind a stub when that saves tokens.
+
+        ``intent`` (what the agent wants from the output): an offloaded answer also carries the lines
+        that bear on it (``focus``). ``exit_code``: journaled with the result (``bosun run``).
+        """
+        if intent is not None and not isinstance(intent, str):
+            raise InvalidInput("intent", "must be text", "e.g. 'why does test_parse fail'")
         if not isinstance(tool, str) or not tool.strip():
             raise InvalidInput("tool", "must name the tool that produced the result", "e.g. 'bash', 'read_file'")
         if result is None:
@@ -152,7 +188,8 @@ class ObserveService:
         stored = self.engine.refs.put_soon(data, MEDIA_TEXT)
         try:
             return await self._observed(task_id, failed, tool, red_args, a_hash, result, data, redactions,
-                                        stored, prune, offload, agent)
+                                        stored, prune, offload, agent,
+                                        self.redactor.scrub(clean_text(intent)) if intent else None, exit_code)
         finally:
             if not stored.done():  # an error before the await: let the write finish, never orphan it
                 await stored.settle()
@@ -171,6 +208,8 @@ class ObserveService:
         prune: PruneMode,
         offload: bool | None,
         agent: str | None,
+        intent: str | None = None,
+        exit_code: int | None = None,
     ) -> dict[str, Any]:
         """The rest of ``observe_output``: outline and stub while ``stored`` completes, then the journal."""
         text = data.decode("utf-8", "replace") if redactions else result
@@ -202,6 +241,14 @@ class ObserveService:
             cost = answer_tokens(answer)  # the stub as the agent carries it: the whole answer
             if offload is not True and not worth_it(tokens, cost):
                 stub, answer, choice.reason = None, None, f"a stub ({cost} tokens) would not save enough"
+        if stub is not None and intent:
+            room = min(INTENT_MAX, max(0, int(tokens * MAX_STUB_SHARE) - cost))
+            found = await self._cpu(len(text), focus, text, intent, room)
+            if found is not None:
+                answer["focus"] = found.text
+                cost = answer_tokens(answer)
+        if offload is not False and tokens > VIEW_MIN_TOKENS:
+            answer, stub, cost = await self._view(text, digest, tokens, redacted, answer, stub, cost)
         offloaded = stub is not None
         if answer is None:
             answer = {"offloaded": False, "tokens": tokens, **redacted}
@@ -214,6 +261,10 @@ class ObserveService:
             "stub_tokens": cost if stub else 0, "response_tokens": resp_tokens, "mode": prune.name,
             "reason": choice.reason, "content_kind": outline_kind, "redactions": redactions or None,
         }
+        if "view" in answer:
+            payload["reason"] = "compressed view: " + str(answer.get("note"))
+        if exit_code is not None:
+            payload["exit_code"] = exit_code
         events: list[tuple[str, dict[str, Any]]] = []
         if failed:
             payload["error_signature"] = error_signature(text)
@@ -231,6 +282,30 @@ class ObserveService:
         if hint is not None:
             answer["compact"] = hint
         return answer
+
+    async def _cpu(self, size: int, fn: Any, *args: Any) -> Any:
+        """``fn(*args)``, on a worker thread when the output is large (the event loop serves others)."""
+        if size > THREAD_ABOVE:
+            return await asyncio.to_thread(fn, *args)
+        return fn(*args)
+
+    async def _view(self, text: str, digest: str, tokens: int, redacted: dict[str, int],
+                    answer: dict[str, Any] | None, stub: dict[str, Any] | None,
+                    cost: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None, int]:
+        """The output with its noise taken out, when that costs less than the stub (or the output).
+
+        The view marks every change in its text and the answer carries the ref: nothing is lost
+        silently, the full output is one recall away.
+        """
+        view = await self._cpu(len(text), compress, text)
+        if not view.changed:
+            return answer, stub, cost
+        candidate = {"offloaded": True, "ref": short_ref(digest), "tokens": tokens, "note": view.note(),
+                     "view": view.text, **redacted}
+        view_cost = answer_tokens(candidate)
+        if view_cost >= (cost if stub is not None else tokens):  # the cheaper of stub and output wins
+            return answer, stub, cost
+        return candidate, candidate, view_cost
 
     async def _compaction_hint(self, state: Any, prune: Any) -> dict[str, int] | None:
         """Every ``COMPACT_EVERY`` results, whether ``checkpoint(mode="compact")`` would now free enough.
@@ -270,6 +345,50 @@ class ObserveService:
                     kept.pop("args", None)
                 view.events.append(Event(task_id, ev.seq, ev.kind, kept, None, ev.created_at))
         return view
+
+    # -- bosun run: a command's output spooled to a file under BOSUN_HOME ---------------------
+    async def observe_spool(self, task_id: str | None, session: str | None, command: str, spool: str,
+                            exit_code: int, intent: str | None = None, mode: str | None = None) -> dict[str, Any]:
+        """Observe the output ``bosun run`` spooled to ``$BOSUN_HOME/spool/<spool>``.
+
+        The command is journaled as a ``bash`` call (``args.command``, so precheck's duplicate and
+        loop rules see it) with its exit code; a non-zero exit is a ``tool_failure``. Without a task
+        id, ``session`` names one (created on first use: one task per shell session or directory).
+        An output over ``BOSUN_MAX_PAYLOAD_BYTES`` is observed as its head and tail around a marker
+        line (the answer says ``partial``); the spool file then stays, holding every byte.
+        """
+        if not isinstance(spool, str) or not SPOOL_NAME.fullmatch(spool):
+            raise InvalidInput("spool", "must be a spool file name bosun run made", "e.g. run-1234-abcd.out")
+        if not isinstance(command, str) or not command.strip():
+            raise InvalidInput("command", "must be the command that ran")
+        if not isinstance(exit_code, int) or isinstance(exit_code, bool):
+            raise InvalidInput("exit_code", "must be an integer")
+        if task_id is None:
+            task_id = await self._session_task(session)
+        path = self.engine.config.home / SPOOL_DIR / spool
+        text, total, partial = await asyncio.to_thread(read_spool, path, self.engine.config.max_payload_bytes)
+        answer = await self.observe_output(task_id, exit_code != 0, "bash", {"command": command}, text, mode,
+                                           intent=intent, exit_code=exit_code)
+        answer["task_id"] = task_id
+        if partial:
+            answer["partial"] = {"bytes": total, "spool": spool}
+        return answer
+
+    async def _session_task(self, session: str | None) -> str:
+        """The task of a shell session (or directory): ``run-<hash>``, started the first time it is seen."""
+        import hashlib
+
+        key = session if isinstance(session, str) and session.strip() else "default"
+        task_id = "run-" + hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:12]
+        try:
+            await self.tasks.get(task_id)
+            await self.tasks.events(task_id, since_seq=0)
+        except NotFound:
+            try:
+                await self.tasks.start(objective="commands run through bosun run", task_id=task_id)
+            except InvalidInput:  # started concurrently by another run of the same session
+                pass
+        return task_id
 
     # -- drop receipts ---------------------------------------------------------------------
     async def drop(self, task_id: str, refs: list[str], agent: str | None = None) -> dict[str, Any]:
