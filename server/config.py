@@ -74,6 +74,11 @@ class Config:
     # local telemetry (dashboard, stats): on by default, rotated, never prompt text or paths
     telemetry: bool = True  # BOSUN_TELEMETRY: on | off
     telemetry_path: Path | None = None  # BOSUN_TELEMETRY_PATH: the events file (default $BOSUN_HOME/telemetry.jsonl)
+    # task state (issue 19): OSIRIS settings, overhead modes, the project that shared memory is keyed by
+    cache_ttl_s: float = 300.0  # BOSUN_CACHE_TTL_S: a provider prompt cache is taken as expired after this idle time
+    prune_threshold_tokens: int = 40_000  # BOSUN_PRUNE_THRESHOLD_TOKENS: known context above this -> trim advice
+    overhead_mode: str = "auto"  # BOSUN_OVERHEAD_MODE: auto | bystander | light | standard | full
+    project: str = "default"  # BOSUN_PROJECT: project id for project-scoped memory (a task may name its own)
 
     @property
     def db_path(self) -> Path:
@@ -123,6 +128,11 @@ class Config:
             "max_sessions": read.number("BOSUN_MAX_SESSIONS", 1000, int, minimum=1),
             "telemetry": read.choice("BOSUN_TELEMETRY", "on", ("on", "off")) == "on",
             "telemetry_path": read.path("BOSUN_TELEMETRY_PATH"),
+            "cache_ttl_s": read.number("BOSUN_CACHE_TTL_S", 300.0, float, minimum=1),
+            "prune_threshold_tokens": read.number("BOSUN_PRUNE_THRESHOLD_TOKENS", 40_000, int, minimum=1000),
+            "overhead_mode": read.choice("BOSUN_OVERHEAD_MODE", "auto",
+                                         ("auto", "bystander", "light", "standard", "full")),
+            "project": read.text("BOSUN_PROJECT", "default"),
         }
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)
