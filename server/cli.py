@@ -16,10 +16,21 @@ from pathlib import Path
 import bosun
 from bosun.server.commands import config_of
 from bosun.server.config import Config, ConfigError
+from bosun.server.home_check import EXIT_UNWRITABLE
 
 
 def _home(args: argparse.Namespace) -> Path:
     return config_of(args).home
+
+
+def _home_unwritable(home: Path, *inside: Path) -> bool:
+    """Print the one-line reason and return True when this process cannot write ``home``."""
+    from bosun.server.home_check import home_problem
+
+    problem = home_problem(home, inside)
+    if problem:
+        print(problem, file=sys.stderr)
+    return problem is not None
 
 
 
@@ -83,6 +94,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config.port = args.port
     if args.policies:
         config.policies = [Path(p).expanduser() for p in args.policies]
+    db = config.db_path
+    if _home_unwritable(config.home, db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        return EXIT_UNWRITABLE
     try:
         anyio.run(lambda: serve(config, http=not args.no_http, stdio=args.stdio))
     except (ServeError, ValueError) as exc:
@@ -128,6 +142,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
         cache = default_model_dir(home)
     else:
         cache = home / "models" / name.replace("/", "--")
+    if not args.check and _home_unwritable(home, cache):
+        return EXIT_UNWRITABLE
     report = provision(args.model, cache, args.check)
     if args.json:
         print(report.to_json())
