@@ -1,13 +1,16 @@
 """``route`` and ``get_policy``: which governance documents bear on this prompt, and the whole document.
 
 Also serves ``bosun://policies`` (the listing) and ``bosun://policy/{name}``, and a plain JSON
-endpoint ``POST /v1/route`` so the Claude Code hook can ask the warm daemon without an MCP
-session (stdlib HTTP, no handshake). Every route is recorded in telemetry (outcome, latency,
+endpoint ``POST /v1/route`` so the Claude Code hook and ``bosun route`` can ask the warm daemon
+without an MCP session (stdlib HTTP, no handshake). Given ``tools`` (``[{name, description}]``),
+both the tool and the endpoint answer with the Tool Compass instead (``services/compass.py``):
+which of the caller's tools fit the prompt. Every route is recorded in telemetry (outcome, latency,
 names; never the prompt).
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import logging
@@ -23,10 +26,12 @@ from starlette.responses import JSONResponse
 from bosun.core.errors import BosunError, InvalidInput
 from bosun.server import telemetry
 from bosun.server.engine import Engine, ModelUnavailable
+from bosun.server.services.compass import compass_of
 from bosun.server.services.policies import CorpusError, PolicyService
 from bosun.server.surface import READ_ONLY, internal_error, lifespan_engine, protocol_errors, tool
 
 log = logging.getLogger("bosun.route")
+PROGRESS_EVERY_S = 1.0
 
 
 async def routed(svc: PolicyService, prompt: Any, top_k: int | None, arrived: float, via: str) -> dict[str, Any]:
@@ -47,23 +52,61 @@ async def routed(svc: PolicyService, prompt: Any, top_k: int | None, arrived: fl
 
 @tool(READ_ONLY)
 async def route(
-    prompt: Annotated[str, Field(description="the user's request, as text")],
+    prompt: str,
     ctx: Context[Engine],
-    top_k: Annotated[int | None, Field(description="max hits (default 2)", ge=1, le=10)] = None,
+    top_k: int | None = None,
+    tools: Annotated[list[Any] | None, Field(description="{name,description}")] = None,
 ) -> dict[str, Any]:
-    """Names of the governance policies that bear on this prompt, with evidence; empty when none apply. Read one with get_policy."""
-    out = await routed(ctx.request_context.lifespan_context.policies, prompt, top_k, time.perf_counter(), "mcp")
+    """Policies that bear on a prompt (read with get_policy); given tools, the ones that fit."""
+    engine = ctx.request_context.lifespan_context
+    arrived = time.perf_counter()
+    progress = Progress(ctx)
+    if tools is not None:
+        return await compass_of(engine).rank(prompt, tools, top_k, progress=progress)
+    if engine.policies.served is None:  # the first route waits for the index: say so to a client that listens
+        out = await _waiting(routed(engine.policies, prompt, top_k, arrived, "mcp"), engine.policies, progress)
+    else:
+        out = await routed(engine.policies, prompt, top_k, arrived, "mcp")
     out.pop("cached", None)
     return out
 
 
 @tool(READ_ONLY)
-async def get_policy(
-    name: Annotated[str, Field(description="a policy name from route")], ctx: Context[Engine]
-) -> dict[str, Any]:
-    """The whole policy document, rules with their exceptions."""
+async def get_policy(name: str, ctx: Context[Engine]) -> dict[str, Any]:
+    """A policy's full text."""
     policy = await ctx.request_context.lifespan_context.policies.get(name)
     return {"name": policy.name, "text": policy.text}
+
+
+class Progress:
+    """``ctx.report_progress`` that never fails the call (a client that sent no token gets nothing)."""
+
+    def __init__(self, ctx: Context[Engine]) -> None:
+        self.ctx = ctx
+
+    async def __call__(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        try:
+            await self.ctx.report_progress(progress, total, message)
+        except Exception:  # a closed stream must not cost the answer
+            log.debug("progress notification not delivered", exc_info=True)
+
+
+async def _waiting(work: Any, svc: PolicyService, progress: Progress) -> dict[str, Any]:
+    """Run ``work`` while telling ``progress`` how far the index build is, every second until it answers."""
+    task = asyncio.ensure_future(work)
+    try:
+        while True:
+            done, _ = await asyncio.wait({task}, timeout=PROGRESS_EVERY_S)
+            if done:
+                return task.result()
+            state = svc.index_state()
+            total = float(state.get("total") or 0) or None
+            await progress(float(state.get("done") or 0), total,
+                           f"route index {state.get('state', 'loading')} ({state.get('phase', '')}): "
+                           f"{state.get('done', 0)} of {state.get('total', 0)} texts embedded")
+    finally:
+        if not task.done():
+            task.cancel()
 
 
 TOOLS = [route, get_policy]
@@ -99,9 +142,12 @@ def register(mcp: MCPServer[Engine], engine: Engine) -> None:
         if not isinstance(body, dict):
             return JSONResponse({"error": "body must be a JSON object with 'prompt'"}, status_code=400)
         top_k = body.get("top_k")
+        top_k = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) else None
         try:
-            out = await routed(engine.policies, body.get("prompt"), top_k if isinstance(top_k, int) else None,
-                               arrived, "http")
+            if body.get("tools") is not None:  # the Tool Compass: {"prompt", "tools": [{name, description}]}
+                out = await compass_of(engine).rank(body.get("prompt"), body["tools"], top_k)
+            else:
+                out = await routed(engine.policies, body.get("prompt"), top_k, arrived, "http")
         except BosunError as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         except Exception:
