@@ -2,8 +2,13 @@
 
 - A tool module marks its tool functions with ``@tool(ANNOTATIONS)``; ``build_tools`` turns
   them into SDK ``Tool`` objects (public API) for the server's constructor.
-- Listing: the input schema every agent pays for on every turn is slimmed once here
-  (no pydantic ``title``s, no ``anyOf [T, null]`` + ``default: null``); no output schema.
+- Listing: what every agent pays for on every turn is slimmed once here. The description is
+  the first paragraph of the tool function's docstring (when to call it); the rest of the
+  docstring and the full parameter schema are the reference served as ``bosun://docs/tools``
+  (``server/protocol/docs.py``). The listed input schema has no pydantic ``title``s, no
+  ``anyOf [T, null]`` + ``default: null``, no bounds (``argument_guard`` enforces and explains
+  them), no ``additionalProperties: true`` (the default) and no default that is what omitting
+  the argument means anyway (``false``, ``0``, ``""``, empty lists); no output schema.
 - Answers: a tool returns a dict (or ``Answer(dict, text)``); the model-facing text is compact
   JSON (the SDK would indent it: ~25% more tokens on every call) and ``structured_content``
   keeps the dict for programs.
@@ -19,6 +24,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import inspect
 import json
 import logging
 import secrets
@@ -42,12 +48,15 @@ R = TypeVar("R")
 log = logging.getLogger("bosun.server")
 
 # -- annotations (hints to the host; they say what a call does to bosun's state) -------------
-# Only hints that differ from the spec's defaults are sent (read-only false, destructive true,
-# idempotent false, open-world true): every listed byte is paid for in every agent turn.
-READ_ONLY = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+# Every hint whose spec default would be false for bosun is sent: the defaults are read-only
+# false, destructive true, idempotent false, open-world true, and no bosun tool destroys
+# anything (the journal is append-only, refs are never deleted) or reaches outside bosun.
+# The spec reads destructive and idempotent "only when readOnlyHint == false", so a read-only
+# tool sends read-only and open-world alone.
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # journals an event (a recall counted in the task's ledger) and changes nothing else
 RECORDS = ToolAnnotations(destructive_hint=False, open_world_hint=False)
-# changes a task's state; nothing is ever deleted
+# changes a task's state (a new task, a contract, a journal entry); nothing is ever deleted
 WRITES = ToolAnnotations(destructive_hint=False, open_world_hint=False)
 
 _SPEC = "__bosun_tool__"
@@ -226,7 +235,8 @@ def build_tools(functions: Sequence[Callable[..., Any]], wanted: Sequence[str] =
     """SDK ``Tool`` objects for the marked functions, with slim schemas; only ``wanted`` when given."""
     tools = []
     for fn in functions:
-        built = Tool.from_function(fn, annotations=getattr(fn, _SPEC), structured_output=False)
+        built = Tool.from_function(fn, description=listed_description(fn), annotations=getattr(fn, _SPEC),
+                                   structured_output=False)
         # additionalProperties false: clients that validate see the rule argument_guard enforces
         built.parameters = {**slim_schema(built.parameters), "additionalProperties": False}
         tools.append(built)
@@ -239,15 +249,42 @@ def build_tools(functions: Sequence[Callable[..., Any]], wanted: Sequence[str] =
     return tools
 
 
+def listed_description(fn: Callable[..., Any]) -> str:
+    """The first paragraph of ``fn``'s docstring, on one line: when to call the tool and what it returns."""
+    doc = inspect.getdoc(fn) or ""
+    return " ".join(doc.split("\n\n", 1)[0].split())
+
+
+def docs_text(fn: Callable[..., Any]) -> str:
+    """The rest of ``fn``'s docstring (ops, examples, enum meanings): the docs resource's text."""
+    doc = inspect.getdoc(fn) or ""
+    parts = doc.split("\n\n", 1)
+    return parts[1].strip() if len(parts) > 1 else ""
+
+
+_BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems",
+           "minLength", "maxLength")
+
+
+def _means_omitted(default: Any) -> bool:
+    """A default a caller learns nothing from (``null`` is handled with its ``anyOf``)."""
+    return any(default == empty and type(default) is type(empty) for empty in (False, 0, "", [], {}))
+
+
 def slim_schema(schema: Any) -> Any:
-    """A tool input schema without what costs tokens and says nothing: pydantic ``title``s, and
-    ``anyOf [T, null]`` + ``default: null`` on optional parameters (an omitted optional is null)."""
+    """A tool input schema without what costs tokens and says nothing to a caller: pydantic ``title``s,
+    ``anyOf [T, null]`` + ``default: null`` on optional parameters (an omitted optional is null),
+    ``additionalProperties: true`` (the JSON Schema default), bounds (the guard enforces and explains
+    them) and defaults that equal omission (``false``, ``0``, ``""``, ``[]``)."""
     if isinstance(schema, list):
         return [slim_schema(s) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    out = {k: slim_schema(v) for k, v in schema.items() if k != "title" or not isinstance(v, str)}
-    if isinstance(schema.get("properties"), dict):  # a property may be named "title"
+    out = {k: slim_schema(v) for k, v in schema.items()
+           if not (k == "title" and isinstance(v, str)) and k not in _BOUNDS
+           and not (k == "additionalProperties" and v is True)
+           and not (k == "default" and _means_omitted(v))}
+    if isinstance(schema.get("properties"), dict):  # a property may be named "title" or "default"
         out["properties"] = {k: slim_schema(v) for k, v in schema["properties"].items()}
     any_of = out.get("anyOf")
     if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of and out.get("default", 0) is None:

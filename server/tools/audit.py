@@ -8,38 +8,51 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from bosun.server.engine import Engine
+from bosun.server.protocol.progress import progress_reporter
 from bosun.server.surface import READ_ONLY, tool
 
-_CHUNKS_DOC = 'list of {content, source_url, metadata?, id?} (dokis shape)'
-_CONFIG_DOC = (
-    "allowed_domains, min_citation_rate, claim_threshold (probability, default 0.5), extractor "
-    "(claimify|regex), matcher (auto|semantic|bm25; auto = semantic with the warm model), enforcement_mode (audit|guardrail|enforce), "
-    "max_source_age_days, stale_source_action (warn|fail), source_date_metadata_key, domain, as_of"
-)
+_CHUNKS_DOC = "[{content, source_url, metadata?, id?}]"
 
 
 @tool(READ_ONLY)
 async def audit(
-    response: Annotated[str, Field(description="the answer to audit")],
+    response: str,
     chunks: Annotated[list[dict[str, Any]], Field(description=_CHUNKS_DOC)],
     ctx: Context[Engine],
     query: str = "",
-    config: Annotated[dict[str, Any] | None, Field(description=_CONFIG_DOC)] = None,
-    as_of: Annotated[str | None, Field(description="YYYY-MM-DD for freshness (default today)")] = None,
+    config: dict[str, Any] | None = None,
+    as_of: str | None = None,
 ) -> dict[str, Any]:
-    """Check each claim of an answer against the chunks: supported / partially_supported / contradicted /
-    unsupported, with evidence spans, confidence, provenance map, freshness and a pass/fail trust verdict."""
+    """Check each claim of an answer against its source chunks: verdicts, evidence and pass/fail.
+
+    ``response`` is the answer to audit, ``chunks`` the sources it was written from (dokis
+    shape: ``{content, source_url, metadata?, id?}``), ``query`` the question. Each claim gets
+    ``supported``, ``partially_supported``, ``contradicted`` or ``unsupported``, with evidence
+    spans, a confidence and its source; the report adds the provenance map, freshness and the
+    compliance rate against ``min_citation_rate``. ``as_of`` (YYYY-MM-DD, default today) dates
+    freshness. ``config`` keys: ``allowed_domains`` (host, ``*.host`` or ``host/path``),
+    ``min_citation_rate``, ``claim_threshold`` (probability, default 0.5), ``extractor``
+    (``claimify`` | ``regex``), ``matcher`` (``auto`` | ``semantic`` | ``bm25``; auto = semantic
+    with the warm model), ``enforcement_mode`` (``audit`` reports, ``guardrail`` fails the
+    verdict, ``enforce`` also withholds), ``max_source_age_days``, ``stale_source_action``
+    (``warn`` | ``fail``), ``source_date_metadata_key``, ``domain``, ``as_of``. Progress is
+    reported while the model loads and embeds when the call carries a progress token.
+    """
     return await ctx.request_context.lifespan_context.audit.audit(query, chunks, response, config, as_of,
-                                                                  progress=ctx.report_progress)
+                                                                  progress=progress_reporter(ctx))
 
 
 @tool(READ_ONLY)
 async def filter_sources(
     chunks: Annotated[list[dict[str, Any]], Field(description=_CHUNKS_DOC)],
     ctx: Context[Engine],
-    config: Annotated[dict[str, Any] | None, Field(description="allowed_domains: host, *.host or host/path")] = None,
+    config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Keep the chunks whose source the allowlist admits; say why each other one was dropped."""
+    """Keep the chunks an allowlist of sources admits; say why the others were dropped.
+
+    ``config.allowed_domains`` lists what is admitted: ``host``, ``*.host`` (subdomains) or
+    ``host/path`` (a path prefix); the other ``config`` keys are audit's.
+    """
     return ctx.request_context.lifespan_context.audit.filter_sources(chunks, config)
 
 

@@ -20,23 +20,38 @@ HandoffMode = Literal["create", "accept", "complete", "status"]
 
 @tool(WRITES)
 async def handoff(
-    task_id: Annotated[str, Field(description="the parent task")],
+    task_id: str,
     mode: HandoffMode,
     ctx: Context[Engine],
-    handoff_id: Annotated[str | None, Field(description="accept/complete/status")] = None,
-    objective: Annotated[str | None, Field(description="create: what the child must achieve")] = None,
-    inputs: Annotated[list[str] | None, Field(description="create: refs the child needs")] = None,
-    constraints: Annotated[list[str] | None, Field(description="create: extra to the inherited ones")] = None,
-    checks: Annotated[list[dict[str, Any]] | None,
-                      Field(description="create: [{field, op: present|equals|not_equals|min|max|matches|"
-                                        "nonempty|contains|is_ref, value}]")] = None,
-    budget: Annotated[dict[str, Any] | None, Field(description="create: {tokens, cost_usd}")] = None,
-    to_agent: Annotated[str | None, Field(description="create: only this agent may accept")] = None,
-    agent: Annotated[str | None, Field(description="your agent name (accept/complete)")] = None,
-    result: Annotated[dict[str, Any] | None, Field(description="complete: your structured result")] = None,
-    seal: Annotated[str | None, Field(description="your last SEAL: drift is reported against it")] = None,
+    handoff_id: str | None = None,
+    objective: str | None = None,
+    inputs: list[str] | None = None,
+    constraints: list[str] | None = None,
+    checks: Annotated[list[dict[str, Any]] | None, Field(description="[{field, op, value}]")] = None,
+    budget: dict[str, Any] | None = None,
+    to_agent: str | None = None,
+    agent: str | None = None,
+    result: dict[str, Any] | None = None,
+    seal: str | None = None,
 ) -> dict[str, Any]:
-    """Delegate with a checked contract: create | accept | complete (result checked, folded into the parent) | status."""
+    """Delegate part of a task to another agent under a contract whose checks decide "done".
+
+    ``task_id`` is always the parent task. ``create`` (parent): ``objective``, ``inputs`` (refs
+    the child needs), ``constraints`` (added to the parent's, which are inherited), ``checks``,
+    ``budget`` (``{tokens, cost_usd}``), ``to_agent`` (only this agent may accept); returns the
+    ``handoff_id``. ``accept`` (child, once): ``handoff_id``, ``agent``; returns the contract.
+    ``complete`` (child): ``handoff_id``, ``agent``, ``result`` (a JSON object); the checks run
+    against it and the outcome is folded into the parent's journal and seal. ``status``:
+    ``handoff_id``. ``seal`` is your last SEAL (drift is reported against it).
+
+    A check is ``{field, op, value}``, ``field`` a dotted path into the result; ops:
+    ``present`` (exists, not null), ``equals``/``not_equals``, ``min``/``max`` (a number
+    against ``value``), ``matches`` (a regex), ``nonempty``, ``contains``, ``is_ref`` (a
+    ``mem://sha256:`` ref, full or short, or a list of them). A budget ``{tokens: N}`` adds the
+    check ``result.tokens_used <= N`` when the child reports it. Example:
+    ``handoff(task_id, "create", objective="summarise the failing tests", inputs=[ref],
+    checks=[{"field": "summary", "op": "nonempty"}, {"field": "evidence", "op": "is_ref"}])``.
+    """
     return await ctx.request_context.lifespan_context.handoff.run(
         task_id, mode, handoff_id, objective, inputs, constraints, checks, budget, to_agent, agent, result, seal)
 

@@ -8,10 +8,9 @@ where the invariants file is looked for and ``core/guard/loopguard.py`` for what
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from mcp.server.mcpserver import Context
-from pydantic import Field
 
 from bosun.server.engine import Engine
 from bosun.server.surface import READ_ONLY, tool
@@ -19,13 +18,21 @@ from bosun.server.surface import READ_ONLY, tool
 
 @tool(READ_ONLY)
 async def precheck(
-    task_id: Annotated[str, Field(description="task= of the manifest")],
-    tool: Annotated[str, Field(description="the tool you are about to call, e.g. bash, git.commit")],
+    task_id: str,
+    tool: str,
     ctx: Context[Engine],
-    args: Annotated[dict[str, Any] | None, Field(description="the arguments you will pass it")] = None,
-    seal: Annotated[str | None, Field(description="your last SEAL: drift is reported against it")] = None,
+    args: dict[str, Any] | None = None,
+    seal: str | None = None,
 ) -> dict[str, Any]:
-    """Before an action: allow | warn | block | suggest_alternative (reuse the ref), with reasons and rule."""
+    """Before running a tool call of yours: allow, warn, block or suggest_alternative, and why.
+
+    Checked in order: the invariants (``.bosun/invariants.toml``), the task's budget, the loop
+    guard (the same failure repeated, a loop pattern, oscillation, a runaway) and duplicates (an
+    identical call whose result is stored is answered with that ref: reuse it with recall
+    instead of running the call again). ``tool`` is the name you are about to call (``bash``,
+    ``git.commit``), ``args`` the arguments you will pass it, ``seal`` your last SEAL (drift is
+    reported against it). A block names the rule and the action it requires.
+    """
     return await ctx.request_context.lifespan_context.precheck.check(task_id, tool, args, seal)
 
 

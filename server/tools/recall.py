@@ -12,33 +12,51 @@ from bosun.core.offload.query import DEFAULT_MAX_TOKENS
 from bosun.server.engine import Engine
 from bosun.server.surface import RECORDS, Answer, lifespan_engine, protocol_errors, tool
 
+DEFAULT_MAX_MATCHES = 50
+DEFAULT_MAX_BYTES = 64_000
 RecallOp = Literal["raw", "head", "tail", "range", "grep", "outline", "aggregate", "jsonl"]
 
 
 @tool(RECORDS)
 async def recall(
-    ref: Annotated[str, Field(description="mem://sha256:<hex> from observe")],
+    ref: str,
     ctx: Context[Engine],
     op: RecallOp = "head",
-    lines: Annotated[int, Field(ge=1, description="head/tail line count")] = 40,
-    start: Annotated[int | None, Field(ge=0, description="range start: 1-based line, or byte offset")] = None,
-    end: Annotated[int | None, Field(ge=0, description="range end (inclusive line / exclusive byte)")] = None,
+    lines: Annotated[int, Field(ge=1)] = 40,
+    start: Annotated[int | None, Field(ge=0)] = None,
+    end: Annotated[int | None, Field(ge=0)] = None,
     unit: Literal["lines", "bytes"] = "lines",
-    pattern: Annotated[str | None, Field(description="grep/aggregate regex")] = None,
+    pattern: str | None = None,
     context: Annotated[int, Field(ge=0, le=50)] = 0,
-    max_matches: Annotated[int, Field(ge=1)] = 50,
+    max_matches: Annotated[int | None, Field(ge=1)] = None,
     ignore_case: bool = False,
-    max_tokens: Annotated[int, Field(ge=1)] = DEFAULT_MAX_TOKENS,
-    max_bytes: Annotated[int, Field(ge=1)] = 64_000,
-    where: Annotated[dict[str, Any] | None, Field(description="jsonl: {field.path: value}")] = None,
-    fields: Annotated[list[str] | None, Field(description="jsonl: fields to keep")] = None,
-    path: Annotated[str | None, Field(description="jsonl: list inside a JSON document")] = None,
-    task_id: Annotated[str | None, Field(description="count this recall in the task's ledger")] = None,
+    max_tokens: Annotated[int | None, Field(ge=1)] = None,
+    max_bytes: Annotated[int | None, Field(ge=1)] = None,
+    where: dict[str, Any] | None = None,
+    fields: list[str] | None = None,
+    path: str | None = None,
+    task_id: str | None = None,
 ) -> Answer:
-    """Read part of a stored payload, verified against its hash: head|tail|range|grep|raw|outline|aggregate|jsonl."""
+    """Read only the part you need of a stored output (observe's ref), verified against its hash.
+
+    ``ref`` is the ``mem://sha256:<hex>`` observe returned (or its short form). Ops:
+    ``head``/``tail``: the first/last ``lines`` lines. ``range``: ``start``..``end`` counted in
+    ``unit`` (lines: 1-based, end inclusive; bytes: offset, end exclusive). ``grep``: the lines
+    matching the regular expression ``pattern`` (``ignore_case``), with ``context`` lines around
+    each, at most ``max_matches`` (default 50). ``raw``: the payload itself, at most ``max_bytes``
+    (default 64000).
+    ``outline``: its structure (JSON keys, headings, line count). ``aggregate``: how often each
+    match of ``pattern`` occurs. ``jsonl``: the records of a JSON Lines payload (or of the list
+    at the dotted ``path`` inside one JSON document) that match ``where``
+    (``{field.path: value}``), cut to ``fields``. Every answer is bounded by ``max_tokens`` (default 2000).
+    ``task_id`` counts the recall in that task's ledger. Examples:
+    ``recall(ref, op="grep", pattern="ERROR|FAIL", context=2)``;
+    ``recall(ref, op="jsonl", where={"status": "failed"}, fields=["id", "error"])``.
+    """
     out, text = await ctx.request_context.lifespan_context.recall.recall(
         ref, op, task_id, lines=lines, start=start, end=end, unit=unit, pattern=pattern, context=context,
-        max_matches=max_matches, ignore_case=ignore_case, max_bytes=max_bytes, max_tokens=max_tokens,
+        max_matches=max_matches or DEFAULT_MAX_MATCHES, ignore_case=ignore_case, max_bytes=max_bytes or DEFAULT_MAX_BYTES,
+        max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         where=where, fields=fields, path=path,
     )
     return Answer(out, text)
