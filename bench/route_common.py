@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -42,25 +43,54 @@ def metatool_queries() -> list[dict[str, Any]]:
 
 
 def embed_cached(emb: Any, texts: list[str]) -> Any:
-    """Embed with an on-disk cache (benches re-embed the same thousands of queries on every run)."""
+    """Embed with an on-disk cache (benches re-embed the same thousands of queries on every run).
+
+    One ``.npz`` per model under ``~/.cache/bosun-bench`` holding (keys, matrix); written to a temporary
+    file and renamed, so a bench running beside another one never reads half a file (a corrupt or
+    missing cache is simply rebuilt).
+    """
     import hashlib
+    import os
     import tempfile
 
     import numpy as np
 
-    path = Path(tempfile.gettempdir()) / f"bosun-bench-vecs-{emb.model_id()}.npz"
-    cache: dict[str, Any] = {}
-    if path.exists():
-        with np.load(path) as data:
-            cache = {k: data[k] for k in data.files}
+    folder = Path(os.environ.get("BOSUN_BENCH_CACHE", Path.home() / ".cache" / "bosun-bench"))
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"vecs-{emb.model_id()}.npz"
     keys = [hashlib.sha256(t.encode()).hexdigest()[:32] for t in texts]
-    missing = [i for i, k in enumerate(keys) if k not in cache]
+    cache: dict[str, Any] = {}
+    try:
+        with np.load(path) as data:
+            cache = dict(zip(data["keys"].tolist(), data["vecs"], strict=True))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        cache = {}
+    missing = list(dict.fromkeys(i for i, k in enumerate(keys) if k not in cache))
     if missing:
         fresh = emb.embed([texts[i] for i in missing])
         for i, vec in zip(missing, fresh, strict=True):
-            cache[keys[i]] = vec
-        np.savez(path, **cache)
+            cache[keys[i]] = np.asarray(vec, np.float32)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz")
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, keys=np.asarray(list(cache)), vecs=np.vstack(list(cache.values())))
+        os.replace(tmp, path)
     return np.vstack([cache[k] for k in keys]) if keys else np.zeros((0, emb.dimension()), np.float32)
+
+
+class BenchEmbedder:
+    """An Embedder whose vectors come from ``embed_cached`` (document texts are cached across runs too)."""
+
+    def __init__(self, emb: Any) -> None:
+        self.emb = emb
+
+    def embed(self, texts: list[str]) -> Any:
+        return embed_cached(self.emb, list(texts))
+
+    def dimension(self) -> int:
+        return int(self.emb.dimension())
+
+    def model_id(self) -> str:
+        return str(self.emb.model_id())
 
 
 SPLIT_SALT = "bosun-route-split-2026-11-30"

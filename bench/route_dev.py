@@ -28,7 +28,15 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from route_common import embed_cached, load_model, metatool_docs, metatool_queries, policy_corpus, split_of
+from route_common import (
+    BenchEmbedder,
+    embed_cached,
+    load_model,
+    metatool_docs,
+    metatool_queries,
+    policy_corpus,
+    split_of,
+)
 
 from bosun.core.routing.abstain import SHIPPED
 from bosun.core.routing.corpus import Policy
@@ -131,7 +139,7 @@ def run(names: list[str], split: str, **kw: Any) -> list[str]:
     mt15: list[dict[str, dict[str, float]]] = []
     for name, pols, qs in corpora(names, split):
         t0 = time.perf_counter()
-        index = build_index_with(pols, emb)
+        index = build_index_with(pols, BenchEmbedder(emb))
         texts = list(dict.fromkeys(q["query"] for q in qs))
         vecs = dict(zip(texts, embed_cached(emb, texts), strict=True))
         res = evaluate(index, qs, vecs, **kw)
