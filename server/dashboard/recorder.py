@@ -53,6 +53,22 @@ def codes_of(tool: str, answer: dict[str, Any], error: bool) -> dict[str, Any]:
     return out
 
 
+def client_key(ctx: Any) -> str | None:
+    """Who sent a request, as well as the transport tells: the legacy era's ``Mcp-Session-Id``, else the
+    TCP peer of an HTTP request (a client keeps its connection), else the stdio session object."""
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is not None:
+        sid = headers.get("mcp-session-id")
+        if sid:
+            return f"sid:{sid}"
+        peer = getattr(request, "client", None)
+        if peer is not None:
+            return f"peer:{peer.host}:{peer.port}"
+    session = getattr(ctx, "session", None)
+    return f"obj:{id(session)}" if session is not None else None
+
+
 class Recorder:
     """ServerMiddleware recording tool outcomes; ``changes`` tells open dashboards to refresh."""
 
@@ -61,9 +77,9 @@ class Recorder:
         self.changes = ChangeListeners("telemetry")
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
-        session = getattr(ctx, "session", None)
-        if session is not None:
-            self.stats.sessions[id(session)] = time.time()
+        key = client_key(ctx)
+        if key is not None:
+            self.stats.sessions[key] = time.time()
             if len(self.stats.sessions) > 1000:  # forget the oldest half
                 for key in sorted(self.stats.sessions, key=self.stats.sessions.__getitem__)[:500]:
                     del self.stats.sessions[key]

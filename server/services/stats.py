@@ -73,7 +73,7 @@ class StatsService:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.reader = TelemetryReader()
-        self.sessions: dict[int, float] = {}  # client session -> last seen (kept by the recorder)
+        self.sessions: dict[str, float] = {}  # client (session id, TCP peer) -> last seen (kept by the recorder)
 
     def telemetry_path(self) -> str | None:
         cfg = self.engine.config
@@ -227,7 +227,7 @@ class StatsService:
         if not timed:
             return []
         start, end = timed[0][0], timed[-1][0]
-        width = max(1.0, (end - start) / SERIES_POINTS)
+        width = max(1e-3, (end - start) / SERIES_POINTS)
         buckets: dict[int, list[float]] = defaultdict(list)
         for t, ms in timed:
             buckets[int((t - start) // width)].append(ms)

@@ -20,7 +20,7 @@ function el(tag, attrs, ...children) {
     if (k === "class") node.className = v;
     else if (k === "title") node.title = v;
     else if (k.startsWith("data-")) node.setAttribute(k, v);
-    else if (k === "style") node.setAttribute("style", v);
+    else if (k === "style") node.style.cssText = v; // CSSOM: allowed under the page's CSP (style attributes are not)
     else node[k] = v;
   }
   for (const c of children) if (c !== null && c !== undefined) node.append(c instanceof Node ? c : String(c));
@@ -110,10 +110,9 @@ function render(s) {
   lineChart($("savings-chart"), s.savings.series, [
     { key: "offloaded", color: "var(--offloaded)" }, { key: "credited", color: "var(--credited)" },
     { key: "overhead", color: "var(--overhead)" }, { key: "net", color: "var(--net)", width: 2.5 }], "tok");
-  const legend = el("div", { class: "legend" }, ...[["offloaded", "--offloaded"], ["credited by drops", "--credited"],
+  fill("savings-legend", [["offloaded", "--offloaded"], ["credited by drops", "--credited"],
     ["bosun's overhead", "--overhead"], ["net saved", "--net"]].map(([l, c]) =>
     el("span", {}, el("i", { style: `background:var(${c})` }), l)));
-  $("savings-chart").append(legend);
 
   const tbody = $("tasks").querySelector("tbody");
   tbody.replaceChildren(...s.tasks.map((t) => {
@@ -153,6 +152,8 @@ function render(s) {
     { label: "abstained", value: r.counts.abstained, color: "var(--neutral)" },
     { label: "failed", value: r.counts.failed, color: "var(--bad)" }]);
   lineChart($("latency-chart"), r.latency_series, [{ key: "p50", color: "var(--offloaded)" }, { key: "p99", color: "var(--overhead)" }], "ms");
+  fill("latency-legend", [["delivered p50", "--offloaded"], ["delivered p99", "--overhead"]].map(([l, c]) =>
+    el("span", {}, el("i", { style: `background:var(${c})` }), l)));
   counted("top-policies", r.top_policies, (p) => p.name, "no route yet");
   fill("never-routed", r.never_routed === null ? [el("li", { class: "empty" }, "index not loaded")]
     : r.never_routed.length ? r.never_routed.map((n) => el("li", {}, n)) : [el("li", { class: "empty" }, "every policy routed at least once")]);
@@ -172,7 +173,7 @@ function render(s) {
     ["status", d.status], ["version", d.version], ["uptime", dur(d.uptime_s)],
     ["model", `${d.model.id || "–"} (${d.model.state}${d.model.load_seconds ? `, loaded in ${d.model.load_seconds.toFixed(2)} s` : ""})`],
     ["route index", `${d.route_index.state}${d.route_index.documents ? `, ${d.route_index.documents} documents` : ""}`],
-    ["sessions (10 min)", fmt(d.sessions_recent)], ["store", `${(d.store.bytes / 1048576).toFixed(2)} MiB, schema v${d.store.schema_version}`],
+    ["clients (10 min)", fmt(d.sessions_recent)], ["store", `${(d.store.bytes / 1048576).toFixed(2)} MiB, schema v${d.store.schema_version}`],
   ];
   if (d.model.error) facts.push(["model error", d.model.error]);
   fill("daemon-facts", facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
