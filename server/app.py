@@ -21,12 +21,16 @@ from typing import Any
 from mcp import MCPError
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, ServerRequestContext
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.types import INVALID_PARAMS
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 import bosun
 from bosun.server.engine import Engine
+from bosun.server.protocol import completion, docs, logs, subscriptions
+from bosun.server.protocol.dispatch import dispatch_tool
 from bosun.server.surface import argument_guard, build_tools
 from bosun.server.tools import TOOL_MODULES
 
@@ -45,11 +49,17 @@ INSTRUCTIONS = (
 )
 
 
-class _EngineHolder:
-    """Ref-counts lifespan entries so every transport shares one open Engine."""
+DISPATCH = "dispatch"  # BOSUN_TOOLS=dispatch: one tool, bosun(tool, args), over the others
 
-    def __init__(self, engine: Engine) -> None:
+
+class _EngineHolder:
+    """Ref-counts lifespan entries so every transport shares one open Engine (and one log forwarder,
+    one set of change listeners)."""
+
+    def __init__(self, engine: Engine, forwarder: logs.LogForwarder, subs: subscriptions.Subscriptions) -> None:
         self.engine = engine
+        self.forwarder = forwarder
+        self.subscriptions = subs
         self.refs = 0
         self.lock = asyncio.Lock()
 
@@ -59,6 +69,8 @@ class _EngineHolder:
             if self.refs == 0:
                 await self.engine.open()
                 self.engine.precheck.log_invariants()
+                self.forwarder.install()
+                self.subscriptions.start(self.engine)
             self.refs += 1
         try:
             yield self.engine
@@ -66,14 +78,30 @@ class _EngineHolder:
             async with self.lock:
                 self.refs -= 1
                 if self.refs == 0:
+                    self.subscriptions.stop()
+                    self.forwarder.uninstall()
                     await self.engine.close()
+
+
+def listed_tools(wanted: list[str]) -> list[Tool]:
+    """The tools ``BOSUN_TOOLS`` asks for: all (empty), some by name, or ``dispatch`` (over all, or over the
+    other names given with it)."""
+    functions = [fn for module in TOOL_MODULES for fn in module.TOOLS]
+    if DISPATCH not in wanted:
+        return build_tools(functions, wanted)
+    over = [w for w in wanted if w != DISPATCH]
+    chosen = [fn for fn in functions if not over or fn.__name__ in over]
+    return [dispatch_tool(build_tools(functions, over), chosen)]
 
 
 def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
     """The bosun MCP server over ``engine`` (a default Engine when omitted)."""
     engine = engine or Engine()
-    holder = _EngineHolder(engine)
-    tools = build_tools([fn for module in TOOL_MODULES for fn in module.TOOLS], engine.config.tools)
+    bus = InMemorySubscriptionBus()  # 2026 listen streams; the same changes reach 2025 subscribers
+    forwarder = logs.LogForwarder(engine.redactor.scrub)
+    subs = subscriptions.Subscriptions(bus)
+    holder = _EngineHolder(engine, forwarder, subs)
+    tools = listed_tools(engine.config.tools)
     mcp: MCPServer[Engine] = MCPServer(
         "bosun",
         version=bosun.__version__,
@@ -81,7 +109,13 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
         lifespan=holder.lifespan,
         log_level="WARNING",
         tools=tools,
+        subscriptions=bus,
     )
+    logs.register(mcp, forwarder)  # outermost: a request's log lines are flushed before it answers
+    mcp.middleware.append(_announce_resource_list_changes)
+    subscriptions.register(mcp, subs)
+    completion.register(mcp, engine)
+    docs.register(mcp, [fn for module in TOOL_MODULES for fn in module.TOOLS])
     mcp.middleware.append(argument_guard(tools))
     for module in TOOL_MODULES:
         register = getattr(module, "register", None)
@@ -134,6 +168,17 @@ def _reject_unknown_prompts(mcp: MCPServer[Engine]) -> Any:
         return await call_next(ctx)
 
     return middleware
+
+
+async def _announce_resource_list_changes(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+    """A 2025 session is told that ``resources/list_changed`` is sent (the policy corpus changes); the SDK
+    derives ``listChanged`` from options the high-level server never passes, so the answer is amended."""
+    result = await call_next(ctx)
+    if ctx.method == "initialize" and isinstance(result, dict):
+        resources = result.get("capabilities", {}).get("resources")
+        if isinstance(resources, dict):
+            resources["listChanged"] = True
+    return result
 
 
 REF_URI = "bosun://ref/"

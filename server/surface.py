@@ -268,7 +268,8 @@ _BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minIte
 
 def _means_omitted(default: Any) -> bool:
     """A default a caller learns nothing from (``null`` is handled with its ``anyOf``)."""
-    return any(default == empty and type(default) is type(empty) for empty in (False, 0, "", [], {}))
+    empties: tuple[Any, ...] = (False, 0, "", [], {})
+    return any(default == empty and type(default) is type(empty) for empty in empties)
 
 
 def slim_schema(schema: Any) -> Any:
