@@ -77,20 +77,106 @@ def parsed() -> list[tuple[str, str]]:
     return instructions(DOCKERFILE.read_text())
 
 
-def test_image_shape(parsed: list[tuple[str, str]]) -> None:
-    keywords = [kw for kw, _ in parsed]
-    assert parsed[0] == ("FROM", "python:3.11-slim")
-    assert ("EXPOSE", "8790") in parsed
-    entry = [json.loads(rest) for kw, rest in parsed if kw == "ENTRYPOINT"]
+def stages(parsed: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """The instructions of each build stage (each starts with its FROM)."""
+    out: list[list[tuple[str, str]]] = []
+    for kw, rest in parsed:
+        if kw == "FROM":
+            out.append([])
+        out[-1].append((kw, rest))
+    return out
+
+
+@pytest.fixture(scope="module")
+def final(parsed: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return stages(parsed)[-1]
+
+
+def test_image_shape(parsed: list[tuple[str, str]], final: list[tuple[str, str]]) -> None:
+    assert parsed[0] == ("FROM", "python:3.11-slim AS build")
+    assert final[0] == ("FROM", "python:3.11-slim")
+    keywords = [kw for kw, _ in final]
+    assert ("EXPOSE", "8790") in final
+    entry = [json.loads(rest) for kw, rest in final if kw == "ENTRYPOINT"]
     assert entry == [["bosun", "serve", "--host", "0.0.0.0"]]
-    runs = [rest for kw, rest in parsed if kw == "RUN"]
+    runs = [rest for kw, rest in final if kw == "RUN"]
     assert "bosun provision" in runs, "the model must be assembled and verified at build time"
     # VOLUME after provisioning, or Docker discards what provisioning wrote under /data.
-    assert keywords.index("VOLUME") > max(i for i, (kw, r) in enumerate(parsed) if r == "bosun provision")
-    env = " ".join(rest for kw, rest in parsed if kw == "ENV")
+    assert keywords.index("VOLUME") > max(i for i, (kw, r) in enumerate(final) if r == "bosun provision")
+    env = " ".join(rest for kw, rest in final if kw == "ENV")
     assert "BOSUN_HOME=/data" in env and "BOSUN_PORT=8790" in env
-    users = [rest for kw, rest in parsed if kw == "USER"]
+    users = [rest for kw, rest in final if kw == "USER"]
     assert users and users[-1] != "root", "the daemon must not run as root"
+
+
+def test_user_and_group_ids_are_pinned_and_nothing_lands_in_data(final: list[tuple[str, str]]) -> None:
+    """gid 10001 (not whatever --user-group picks: 999 is systemd-journal on many hosts), no home copied into /data."""
+    account = next(cmd for kw, rest in final if kw == "RUN" for cmd in rest.split("&&") if "useradd" in cmd)
+    group = next(cmd for kw, rest in final if kw == "RUN" for cmd in rest.split("&&") if "groupadd" in cmd)
+    assert re.search(r"groupadd (--gid|-g) 10001\b", group)
+    assert re.search(r"useradd .*--uid 10001\b", account) and re.search(r"useradd .*--gid 10001\b", account)
+    for flag in ("--user-group", "--create-home", "-m ", "--system"):  # --system: the SYS_UID_MAX warning
+        assert flag not in account, flag
+    home = re.search(r"--home-dir (\S+)", account)
+    assert home and not home.group(1).startswith("/data"), "$HOME inside the volume collects dotfiles"
+    assert [rest for kw, rest in final if kw == "USER"][-1] == "10001:10001"
+    env = " ".join(rest for kw, rest in final if kw == "ENV")
+    cache = re.search(r"XDG_CACHE_HOME=(\S+)", env)
+    assert cache and not cache.group(1).startswith("/data"), "onnxruntime writes its device id under the cache"
+
+
+def test_sources_stay_in_the_build_stage(final: list[tuple[str, str]]) -> None:
+    copies = [rest for kw, rest in final if kw == "COPY"]
+    assert copies and all(c.startswith("--from=build ") for c in copies), copies
+    assert not any(kw == "WORKDIR" and rest == "/src" for kw, rest in final)
+
+
+def test_dependencies_install_from_the_lock(parsed: list[tuple[str, str]]) -> None:
+    build = stages(parsed)[0]
+    copied = " ".join(rest for kw, rest in build if kw == "COPY")
+    assert "constraints.txt" in copied
+    installs = [rest for kw, rest in build if kw == "RUN" and "pip install" in rest]
+    assert installs
+    for run in installs:
+        for command in run.split("&&"):
+            if "pip install" in command:
+                assert "-c constraints.txt" in command or "--no-deps" in command, command
+
+
+def test_proxy_ca_is_a_secret_and_the_index_url_stays_in_the_build_stage(
+    parsed: list[tuple[str, str]], final: list[tuple[str, str]]
+) -> None:
+    build = stages(parsed)[0]
+    deps = next(rest for kw, rest in build if kw == "RUN" and "-c constraints.txt" in rest)
+    assert "--mount=type=secret,id=ca" in deps and "PIP_CERT=/run/secrets/ca" in deps
+    assert any(kw == "ARG" and rest.startswith("PIP_INDEX_URL") for kw, rest in build)
+    assert not any(kw == "ARG" or "PIP_INDEX_URL" in rest or "PIP_CERT" in rest for kw, rest in final)
+
+
+def test_lock_pins_every_dependency_within_pyproject() -> None:
+    """constraints.txt covers pyproject's dependencies (and dev extras) at versions their specifiers allow."""
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, _, version = line.partition("==")
+            assert version, f"constraints.txt: {line!r} is not an exact pin"
+            pins[canonicalize_name(name)] = version
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = [*project["dependencies"], *project["optional-dependencies"]["dev"]]
+    for spec in map(Requirement, wanted):
+        name = canonicalize_name(spec.name)
+        assert name in pins, f"{spec.name} is not in constraints.txt: regenerate it (see its header)"
+        assert spec.specifier.contains(pins[name], prereleases=True), f"{spec} excludes the pin {pins[name]}"
+
+
+def test_secrets_and_local_state_stay_out_of_the_build_context() -> None:
+    ignored = set((ROOT / ".dockerignore").read_text().splitlines())
+    assert {"*.env", "data"} <= ignored
+    assert "constraints.txt" not in ignored
 
 
 def test_copied_paths_exist_and_are_not_ignored(parsed: list[tuple[str, str]]) -> None:
@@ -100,7 +186,7 @@ def test_copied_paths_exist_and_are_not_ignored(parsed: list[tuple[str, str]]) -
         if line.strip() and not line.startswith("#")
     }
     for kw, rest in parsed:
-        if kw != "COPY":
+        if kw != "COPY" or rest.startswith("--from="):
             continue
         *sources, _dest = rest.split()
         for src in sources:
@@ -112,6 +198,11 @@ def test_healthcheck_timing(parsed: list[tuple[str, str]]) -> None:
     options, _ = healthcheck(parsed)
     assert seconds(options["start-period"]) >= 30, "start_period must cover the model load"
     assert seconds(options["timeout"]) >= 2
+    # The first probe comes one interval after start: keep it near the ~3-6 s the daemon needs.
+    assert seconds(options["interval"]) <= 10
+    # Docker Engine < 25 refuses to build a HEALTHCHECK with an option it does not know
+    # ("Unknown flag: start-interval"); the start interval belongs in compose / docker run.
+    assert set(options) <= {"interval", "timeout", "start-period", "retries"}
 
 
 class _Health(http.server.BaseHTTPRequestHandler):
