@@ -14,6 +14,14 @@ from bosun.core.task.manifest import MAX_TOKENS
 from bosun.core.tokens import estimate_tokens
 from bosun.server.engine import Engine
 
+MORE = {"complete", "lessons", "memory", "flags", "why", "revise", "rules", "declare", "close", "project", "overhead"}
+
+
+def _args(args: dict[str, Any]) -> dict[str, Any]:
+    """The rarer plan fields travel in ``more`` (the tool's listing budget)."""
+    more = {k: args.pop(k) for k in list(args) if k in MORE}
+    return {**args, "more": more} if more else args
+
 
 def _sc(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content[0].text
@@ -32,11 +40,11 @@ async def _start(client: Client, **extra: Any) -> dict[str, Any]:
             "constraints": ["never edit tests/"], "decisions": ["keep UTF-8 without BOM"],
             "rules": "Rule 1: ask before deleting files.", "agent": "alice"}
     args.update(extra)
-    return _sc(await client.call_tool("plan", args))
+    return _sc(await client.call_tool("plan", _args(args)))
 
 
 async def _update(client: Client, task_id: str, **args: Any) -> dict[str, Any]:
-    return _sc(await client.call_tool("plan", {"mode": "update", "task_id": task_id, **args}))
+    return _sc(await client.call_tool("plan", _args({"mode": "update", "task_id": task_id, **args})))
 
 
 async def _status(client: Client, task_id: str, seal: str) -> dict[str, Any]:
@@ -146,12 +154,12 @@ async def test_bad_input_gets_a_clear_error(client: Client) -> None:
     assert "objective: is immutable" in _err(await client.call_tool(
         "plan", {"mode": "update", "task_id": tid, "objective": "something else"}))
     assert "update carries nothing" in _err(await client.call_tool("plan", {"mode": "update", "task_id": tid}))
-    assert "reason" in _err(await client.call_tool("plan", {"mode": "update", "task_id": tid, "revise": [
-        {"collection": "decisions", "index": 0, "text": "changed"}]}))
-    assert "revise[0].index" in _err(await client.call_tool("plan", {"mode": "update", "task_id": tid, "revise": [
-        {"collection": "decisions", "index": 7, "text": "changed", "reason": "r"}]}))
+    assert "reason" in _err(await client.call_tool("plan", {"mode": "update", "task_id": tid, "more": {"revise": [
+        {"collection": "decisions", "index": 0, "text": "changed"}]}}))
+    assert "revise[0].index" in _err(await client.call_tool("plan", {"mode": "update", "task_id": tid, "more": {"revise": [
+        {"collection": "decisions", "index": 7, "text": "changed", "reason": "r"}]}}))
     assert "declare.bogus" in _err(await client.call_tool("plan", {"mode": "update", "task_id": tid,
-                                                                   "declare": {"bogus": 3}}))
+                                                                   "more": {"declare": {"bogus": 3}}}))
     assert "objective: is required" in _err(await client.call_tool("plan", {"mode": "start"}))
     closed = await _update(client, tid, close="done")
     assert closed["status"] == "done" and "manifest" not in closed
@@ -190,8 +198,8 @@ async def test_memory_lessons_and_resume_view(client: Client) -> None:
     assert res["plan"]["completed"] == ["reproduce"] and res["lessons"] == ["run pwsh -NoProfile to reproduce"]
     assert {m["scope"] for m in res["memory"]} == {"project", "global"}
     assert res["recent"][0]["kind"] == "task_started"
-    assert "scope" in _err(await client.call_tool("plan", {"mode": "update", "task_id": tid, "memory": [
-        {"scope": "galaxy", "key": "k", "text": "v"}]}))
+    assert "scope" in _err(await client.call_tool("plan", {"mode": "update", "task_id": tid, "more": {"memory": [
+        {"scope": "galaxy", "key": "k", "text": "v"}]}}))
 
 
 def test_seal_hash_is_plain_sha256_of_documented_bytes() -> None:

@@ -31,7 +31,8 @@ def _clone(state: TaskState) -> TaskState:
         tool_results=dict(state.tool_results), failures=dict(state.failures), lessons=list(state.lessons),
         handoffs=dict(state.handoffs), budget=dict(state.budget), consumed_tokens=state.consumed_tokens,
         offloaded_tokens=state.offloaded_tokens, dropped_tokens=state.dropped_tokens, memory=dict(state.memory),
-        flags=dict(state.flags), head=state.head, rules=state.rules, contract=state.contract,
+        flags=dict(state.flags), flag_meta=dict(state.flag_meta), project=state.project, head=state.head,
+        rules=state.rules, contract=state.contract,
         declared=dict(state.declared), revisions=list(state.revisions), seals=list(state.seals),
         agents=list(state.agents), event_counts=dict(state.event_counts), created_at=state.created_at,
         updated_at=state.updated_at,
@@ -120,7 +121,13 @@ def _apply(s: TaskState, event: Event) -> None:
     elif k == "memory_added":
         scope = _text(p.get("scope")) or "task"
         key = _text(p.get("key"))
-        s.memory[f"{scope}:{key}"] = {"scope": scope, "key": key, "text": _text(p.get("text"))}
+        item: dict[str, Any] = {"scope": scope, "key": key, "text": _text(p.get("text"))}
+        if p.get("task_id"):  # provenance, journaled with shared (project / agent / global) memory
+            item.update(task_id=_text(p.get("task_id")), agent=event.agent, seq=event.seq, at=event.created_at)
+        s.memory.pop(f"{scope}:{key}", None)  # a rewrite moves the key to the newest position
+        s.memory[f"{scope}:{key}"] = item
+    elif k == "task_scoped":
+        s.project = _text(p.get("project"))
     elif k == "lesson_added":
         s.lessons.append(_text(p.get("text")))
     elif k == "task_closed":
@@ -155,7 +162,13 @@ def _apply(s: TaskState, event: Event) -> None:
         s.files[path] = {"sha256": p.get("sha256"), "mtime": p.get("mtime"), "size": p.get("size"),
                          "ref": p.get("ref"), "reads": _int(prev.get("reads")) + 1, "seq": event.seq}
     elif k == "state_flag":
-        s.flags[_text(p.get("name"))] = p.get("value")
+        name = _text(p.get("name"))
+        if p.get("cleared"):
+            s.flags.pop(name, None)
+        else:
+            s.flags[name] = p.get("value")
+        s.flag_meta[name] = {"value": p.get("value"), "cleared": bool(p.get("cleared")), "by": event.agent,
+                             "why": p.get("why"), "source": p.get("source") or "agent", "seq": event.seq}
     elif k == "handoff_created":
         hid = _text(p.get("handoff_id"))
         s.handoffs[hid] = {"objective": p.get("objective"), "status": "created", "agent": None,

@@ -6,6 +6,7 @@ into zones that change at different rates (OSIRIS section 2):
     head_hash   = H(["bosun.head/1",  sha(system_head), sha(rules)])              immutable
     zoneB_hash  = H(["bosun.zoneB/1", norm(objective), [norm(step)...], sha(contract)])  quasi-stable
     tail_hash   = H(["bosun.tail/1",  [norm(constraint)...], [norm(decision)...]])    append-only
+                  (with sealed flags: H(["bosun.tail/1", [...], [...], [[name, JSON(value)]...]]))
     prefix_hash = sha256(head_hash + zoneB_hash)     the cached prefix
     zoneA_hash  = sha256(head_hash + tail_hash)      the whole zone A
     seal        = sha256(prefix_hash + tail_hash)    what the manifest carries
@@ -20,6 +21,9 @@ Canonical serialisation (enough to recompute a seal in ten lines):
   separators=(",", ":"))``: a JSON array, no spaces, non-ASCII characters kept raw.
 - ``a + b`` joins two 64-character lowercase hex strings; ``sha256`` hashes its ASCII bytes.
 - Field order is exactly as written above; lists keep their journal order.
+- Sealed flags (every task flag except the settings ``prune_mode`` / ``overhead_mode``) are the
+  fourth element of the tail, sorted by name, each ``[name, json.dumps(value, sort_keys=True)]``;
+  a task without flags hashes exactly as before (three elements).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bosun.core.errors import InvalidInput
-from bosun.core.task.state import SealRecord, TaskState
+from bosun.core.task.state import SETTING_FLAGS, SealRecord, TaskState
 
 SEAL_PREFIX = "sha256:"
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -71,8 +75,18 @@ def zoneB_hash(objective: str, plan: Sequence[str], contract_sha: str) -> str:
     return _h(["bosun.zoneB/1", norm(objective), [norm(s) for s in plan], contract_sha])
 
 
-def tail_hash(constraints: Sequence[str], decisions: Sequence[str]) -> str:
-    return _h(["bosun.tail/1", [norm(c) for c in constraints], [norm(d) for d in decisions]])
+def tail_hash(constraints: Sequence[str], decisions: Sequence[str],
+              flags: Sequence[tuple[str, str]] = ()) -> str:
+    parts: list[Any] = ["bosun.tail/1", [norm(c) for c in constraints], [norm(d) for d in decisions]]
+    if flags:
+        parts.append([list(f) for f in flags])
+    return _h(parts)
+
+
+def sealed_flags(state: TaskState) -> tuple[tuple[str, str], ...]:
+    """The task's flags the seal covers: (name, canonical JSON value), sorted by name."""
+    return tuple(sorted((name, json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
+                        for name, value in state.flags.items() if name not in SETTING_FLAGS))
 
 
 def prefix_hash(head: str, zone_b: str) -> str:
@@ -95,7 +109,7 @@ def hashes(state: TaskState) -> dict[str, str]:
     """All five hashes and the seal of a state."""
     h = head_hash(_sha_of(state.head), _sha_of(state.rules))
     b = zoneB_hash(state.objective, state.plan, _sha_of(state.contract))
-    t = tail_hash(state.constraints, state.decisions)
+    t = tail_hash(state.constraints, state.decisions, sealed_flags(state))
     p = prefix_hash(h, b)
     return {"head_hash": h, "zoneB_hash": b, "tail_hash": t, "prefix_hash": p,
             "zoneA_hash": zoneA_hash(h, t), "seal": seal_of(p, t)}
@@ -105,7 +119,7 @@ def seal_record(state: TaskState) -> SealRecord:
     h = hashes(state)
     return SealRecord(version=state.version, seal=h["seal"], head_hash=h["head_hash"], zoneB_hash=h["zoneB_hash"],
                       tail_hash=h["tail_hash"], n_constraints=len(state.constraints),
-                      n_decisions=len(state.decisions))
+                      n_decisions=len(state.decisions), flags=sealed_flags(state))
 
 
 def parse_seal(value: str, field: str = "seal") -> str:
@@ -158,6 +172,9 @@ def verdict(state: TaskState, agent_seal: str | None) -> dict[str, Any]:
         old.n_constraints if r["collection"] == "constraints" else old.n_decisions)]
     out["changed"] = changed
     out["since_version"] = old.version
+    if old.flags != current.flags:
+        before, now = dict(old.flags), dict(current.flags)
+        out["flags_changed"] = sorted(n for n in set(before) | set(now) if before.get(n) != now.get(n))
     if "head" in changed:
         out.update(verdict=CRITICAL, cause="head_changed", cache="full_prefill",
                    action="the system head or rules changed: the whole cached prefix is re-prefilled")
@@ -171,6 +188,8 @@ def verdict(state: TaskState, agent_seal: str | None) -> dict[str, Any]:
         out.update(verdict=MINOR, cache="delta_prefill",
                    action="the plan or tool contract changed: replace your manifest")
     else:
+        what = "constraints or decisions were appended" if "flags_changed" not in out or (
+            old.tail_hash != tail_hash(state.constraints, state.decisions, old.flags)) else "task flags changed"
         out.update(verdict=GROWTH, cache="prefix_intact",
-                   action="constraints or decisions were appended: prefix cache holds; append the new items")
+                   action=f"{what}: prefix cache holds; append the new items (plan mode='resume' lists them)")
     return out

@@ -26,8 +26,12 @@ SEAL_KINDS = frozenset(
         "head_recorded",
         "rules_recorded",
         "contract_recorded",
+        "state_flag",  # flags are covered by the seal (tail zone), except the settings below
     }
 )
+# flags that tune bosun itself for the task (not facts about the work): not sealed, so changing them
+# never moves an agent's seal
+SETTING_FLAGS = frozenset({"prune_mode", "overhead_mode"})
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class SealRecord:
     tail_hash: str
     n_constraints: int
     n_decisions: int
+    flags: tuple[tuple[str, str], ...] = ()  # sealed flags as (name, JSON value), sorted
 
 
 @dataclass
@@ -88,7 +93,9 @@ class TaskState:
     offloaded_tokens: int = 0  # tokens moved to refs instead of the context
     dropped_tokens: int = 0  # tokens the agent confirmed it evicted (drop receipts)
     memory: dict[str, dict[str, Any]] = field(default_factory=dict)  # "scope:key" -> {scope, key, text}
-    flags: dict[str, Any] = field(default_factory=dict)  # state_flag, e.g. tests_passed
+    flags: dict[str, Any] = field(default_factory=dict)  # state_flag, e.g. tests_passed, review_approved
+    flag_meta: dict[str, dict[str, Any]] = field(default_factory=dict)  # name -> {by, why, source, seq}
+    project: str = ""  # the project id its project-scoped memory is shared under
     head: dict[str, Any] | None = None  # {sha256, tokens, ref} of the system prompt head
     rules: dict[str, Any] | None = None  # {sha256, tokens, ref} of the rules carried with the head
     contract: dict[str, Any] | None = None  # {sha256, tokens, ref} of the client's tool contract
@@ -148,6 +155,8 @@ class TaskState:
             "dropped_tokens": self.dropped_tokens,
             "memory": copy.deepcopy(self.memory),
             "flags": dict(self.flags),
+            "flag_meta": copy.deepcopy(self.flag_meta),
+            "project": self.project,
             "head": dict(self.head) if self.head else None,
             "rules": dict(self.rules) if self.rules else None,
             "contract": dict(self.contract) if self.contract else None,

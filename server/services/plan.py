@@ -7,12 +7,24 @@ it and the current seal. Updates may carry ``based_on_version``: a stale one is 
 
 from __future__ import annotations
 
+import difflib
 import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from bosun.core.errors import InvalidInput
+from bosun.core.errors import InvalidInput, NotFound
+from bosun.core.task.flags import flag_events, flag_view
 from bosun.core.task.manifest import budget_status, build_manifest
+from bosun.core.task.memory import (
+    DEFAULT_PROJECT,
+    SHARED_SCOPES,
+    check_project,
+    is_scope_id,
+    scope_id,
+    select_shared,
+    visible_scopes,
+)
+from bosun.core.task.overhead import AUTO, MODES, check_mode, mode_events
 from bosun.core.task.pressure import DECLARABLE, pressure
 from bosun.core.task.seal import SEAL_PREFIX, hashes
 from bosun.core.task.state import MEMORY_SCOPES, TaskState
@@ -45,6 +57,47 @@ class PlanRequest:
     budget_tokens: int | None = None
     close: str | None = None
     agent: str | None = None
+    flags: dict[str, Any] | None = None
+    why: str | None = None
+    project: str | None = None
+    overhead: str | None = None
+
+
+# the rarer plan fields travel in one object: every listed parameter costs tokens on every agent turn
+MORE_FIELDS = {
+    "complete": "steps done", "lessons": "texts", "memory": "[{scope: task|project|agent|global, key, text}]",
+    "flags": "{name: value|null}", "why": "reason for flags", "revise": "[{collection, index, text, reason}]",
+    "rules": "text", "declare": "{window, history, ...}", "close": "done|failed|abandoned",
+    "project": "project id (start)", "overhead": "auto|bystander|light|standard|full (start)",
+}
+MORE_HELP = "complete,lessons,memory,flags+why,revise,rules,declare,close,project,overhead (docs/plan.md)"
+
+
+def apply_more(req: PlanRequest, more: Any) -> None:
+    """Copy the ``more`` object's fields onto ``req``; an unknown key is an error naming the closest one."""
+    if more is None:
+        return
+    if not isinstance(more, dict):
+        raise InvalidInput("more", f"must be an object, got {type(more).__name__}", ", ".join(MORE_FIELDS))
+    for key, value in more.items():
+        if key not in MORE_FIELDS:
+            close = difflib.get_close_matches(str(key), list(MORE_FIELDS), n=1)
+            raise InvalidInput(f"more.{key}", "unknown field" + (f"; did you mean {close[0]!r}?" if close else ""),
+                               ", ".join(MORE_FIELDS))
+        if value is None:
+            continue
+        if key in ("complete", "lessons", "memory", "revise"):
+            if not isinstance(value, list):
+                raise InvalidInput(f"more.{key}", f"must be a list, got {type(value).__name__}", MORE_FIELDS[key])
+            setattr(req, key, list(value))
+        elif key in ("declare", "flags"):
+            if not isinstance(value, dict):
+                raise InvalidInput(f"more.{key}", f"must be an object, got {type(value).__name__}", MORE_FIELDS[key])
+            setattr(req, key, dict(value))
+        else:
+            if not isinstance(value, str):
+                raise InvalidInput(f"more.{key}", f"must be a string, got {type(value).__name__}", MORE_FIELDS[key])
+            setattr(req, key, value)
 
 
 def _texts(field: str, values: list[str] | None) -> list[str]:
@@ -102,6 +155,10 @@ def _update_events(state: TaskState, args: dict[str, Any]) -> list[tuple[str, di
             raise InvalidInput(f"{field}.scope", f"unknown scope {scope!r}", ", ".join(MEMORY_SCOPES))
         out.append(("memory_added", {"scope": scope, "key": check_text(f"{field}.key", item.get("key")),
                                      "text": check_text(f"{field}.text", item.get("text"))}))
+    if args.get("flags") is not None:
+        out += flag_events(args["flags"], args.get("why"), state)
+    elif args.get("why") is not None:
+        raise InvalidInput("why", "goes with flags", '{"flags": {"review_approved": true}, "why": "..."}')
     declare = args.get("declare")
     if declare:
         parts = {}
@@ -128,11 +185,13 @@ def _summary(payload: Any, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _base(state: TaskState, drift: dict[str, Any]) -> dict[str, Any]:
+def _base(state: TaskState, drift: dict[str, Any], carry: bool = True) -> dict[str, Any]:
+    """The common answer; ``carry=False`` (a bystander task) leaves the manifest out (resume still shows it)."""
     lean = {k: v for k, v in drift.items() if k not in ("seal", "version")}  # both are top-level already
     out: dict[str, Any] = {"task_id": state.task_id, "version": state.version, "status": state.status,
                            "seal": SEAL_PREFIX + state.seal, "drift": lean}
-    if not state.closed:
+    if not state.closed and (carry or state.flags.get("overhead_mode") not in MODES
+                             or MODES[str(state.flags["overhead_mode"])].manifest):
         out["manifest"] = build_manifest(state)
     return out
 
@@ -152,7 +211,8 @@ def resume_view(state: TaskState) -> dict[str, Any]:
         "failures": open_failures,
         "files": sorted(state.files)[-30:],
         "handoffs": {k: v for k, v in state.handoffs.items() if v.get("status") != "completed"},
-        "flags": state.flags,
+        "flags": flag_view(state),
+        "project": state.project or None,
         "agents": state.agents,
     }
 
@@ -166,6 +226,7 @@ async def status_view(ledger: LedgerService, state: TaskState) -> dict[str, Any]
         "plan": {"completed": len(state.completed), "active": state.active, "remaining": len(state.remaining),
                  "total": len(state.plan)},
         "hashes": hashes(state),
+        "flags": flag_view(state),
         "events": dict(sorted(state.event_counts.items())),
         "ledger": await ledger.summary(state.task_id),
     }
@@ -202,9 +263,49 @@ def resume_prompt(state: TaskState) -> str:
 class PlanService:
     """The plan tool's logic, and the views the task resources and the resume prompt show."""
 
-    def __init__(self, tasks: TaskService, ledger: LedgerService) -> None:
+    def __init__(self, tasks: TaskService, ledger: LedgerService, project: str | None = None,
+                 overhead: str | None = None) -> None:
         self.tasks = tasks
         self.ledger = ledger
+        config = getattr(getattr(tasks, "engine", None), "config", None)
+        self.project = check_project(project or getattr(config, "project", None) or DEFAULT_PROJECT,
+                                     "BOSUN_PROJECT")
+        self.overhead = check_mode(overhead or getattr(config, "overhead_mode", None) or AUTO,
+                                   "BOSUN_OVERHEAD_MODE")
+        self.cache_ttl_s = float(getattr(config, "cache_ttl_s", 300.0))
+        self.prune_threshold = int(getattr(config, "prune_threshold_tokens", 40_000))
+
+    async def _share(self, state: TaskState, events: list[tuple[str, dict[str, Any]]], agent: str | None) -> None:
+        """Copy project / agent / global memory the task just recorded into that scope's journal.
+
+        The task's own journal keeps the record (it is the provenance); the scope journal is what
+        other tasks read. Written after the task's event committed, so a rejected update shares nothing.
+        """
+        by_scope: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for kind, payload in events:
+            if kind == "memory_added" and payload.get("scope") in SHARED_SCOPES:
+                sid = scope_id(str(payload["scope"]), state.project or self.project, agent)
+                by_scope.setdefault(sid, []).append(("memory_added", {**payload, "task_id": state.task_id}))
+        for sid, items in by_scope.items():
+            try:
+                await self.tasks.append_many(sid, items, agent=agent)
+            except NotFound:
+                try:
+                    await self.tasks.start(f"shared memory {sid}", task_id=sid, agent=agent, extra=items)
+                except InvalidInput:  # another writer created it in between
+                    await self.tasks.append_many(sid, items, agent=agent)
+
+    async def shared_memory(self, state: TaskState, agent: str | None = None) -> dict[str, Any]:
+        """The project / agent / global memory this task sees (bounded; see core/task/memory.py)."""
+        agents = [agent] if agent else list(state.agents)
+        by_scope = []
+        for _scope, sid in visible_scopes(state.project or self.project, agents):
+            try:
+                scoped = await self.tasks.get(sid)
+            except NotFound:
+                continue
+            by_scope.append(list(scoped.memory.values()))
+        return select_shared(by_scope)
 
     async def run(self, mode: str, req: PlanRequest) -> dict[str, Any]:
         """One plan call: start, update, resume or status."""
@@ -224,8 +325,16 @@ class PlanService:
                 raise InvalidInput("task_id", "is assigned by start; omit it")
             if budget_tokens is not None and budget_tokens <= 0:
                 raise InvalidInput("budget_tokens", "must be > 0")
+            if close is not None or revise or complete:
+                field = "close" if close is not None else ("revise" if revise else "complete")
+                raise InvalidInput(f"more.{field}", "applies to a started task", "send it with mode='update'")
+            project = check_project(req.project, "more.project") if req.project is not None else self.project
+            overhead = check_mode(req.overhead, "more.overhead") if req.overhead is not None else self.overhead
             blank = TaskState(task_id="")
-            extra = _update_events(blank, {"lessons": lessons, "memory": memory, "declare": declare})
+            extra = [("task_scoped", {"project": project})] if project != DEFAULT_PROJECT else []
+            extra += mode_events(overhead, "set at start" if req.overhead else "the server's default")
+            extra += _update_events(blank, {"lessons": lessons, "memory": memory, "declare": declare,
+                                            "flags": req.flags, "why": req.why})
             report = None
             if rules is not None:
                 event, report = await svc.head_event(blank, "rules", check_text("rules", rules))
@@ -233,29 +342,41 @@ class PlanService:
             state = await svc.start(objective, constraints=constraints or [], decisions=decisions or [],
                                     plan=steps or [], budget={"tokens": budget_tokens} if budget_tokens else {},
                                     agent=agent, extra=extra)  # one statement: the task never exists half-made
-            out = _base(state, await svc.check_seal(state.task_id, None, state))
+            await self._share(state, extra, agent)
+            out = _base(state, await svc.check_seal(state.task_id, None, state), carry=False)
             if report is not None:
                 out["rules"] = _head_summary(report)
+            shared = await self.shared_memory(state, agent)
+            if shared["items"] or shared["omitted"]:
+                out["shared_memory"] = shared
             return out
         if task_id is None:
             raise InvalidInput("task_id", f"is required for mode={mode}", "the task= value of the manifest")
+        if is_scope_id(task_id) and mode == "update":
+            raise InvalidInput("task_id", f"{task_id} is a shared-memory journal, written through a task",
+                               "plan(mode='update', task_id=<your task>, more={'memory': [{scope, key, text}]})")
         before = await svc.get(task_id)
         drift = await svc.check_seal(task_id, seal, before)  # against the state the agent has not seen yet
         if mode == "update":
+            if req.project is not None or req.overhead is not None:
+                raise InvalidInput("more.project" if req.project is not None else "more.overhead",
+                                   "is set at start", "start a new task; or set flags (more.flags) meanwhile")
             events = _update_events(before, {
                 "objective": objective, "budget_tokens": budget_tokens, "steps": steps,
                 "constraints": constraints, "decisions": decisions, "revise": revise, "start_step": start_step,
-                "complete": complete, "lessons": lessons, "memory": memory, "declare": declare, "close": close})
-            if not events and rules is None:
+                "complete": complete, "lessons": lessons, "memory": memory, "declare": declare, "close": close,
+                "flags": req.flags, "why": req.why})
+            if not events and rules is None and req.flags is None:  # a flag set to its value again: a no-op
                 raise InvalidInput("mode", "update carries nothing to change",
-                                   "constraints, decisions, steps, start_step, complete, lessons, memory, revise, "
-                                   "rules, declare or close")
+                                   "constraints, decisions, steps, start_step, or in more: complete, lessons, "
+                                   "memory, flags, revise, rules, declare, close")
             report = None
             if rules is not None:
                 event, report = await svc.head_event(before, "rules", check_text("rules", rules))
                 events = ([event] if event else []) + events
             state = await svc.append_many(task_id, events, agent=agent, expected_version=based_on_version)
-            out = _base(state, drift)
+            await self._share(state, events, agent)
+            out = _base(state, drift, carry=False)
             out["applied"] = len(events)
             if report is not None:
                 out["rules"] = _head_summary(report)
@@ -266,6 +387,8 @@ class PlanService:
             recent = await svc.events(task_id, max(0, before.version - RESUME_RECENT))
             out["resume"]["recent"] = [{"seq": e.seq, "kind": e.kind, "agent": e.agent,
                                         "summary": _summary(e.payload)} for e in recent]
+            if not is_scope_id(task_id):
+                out["resume"]["shared_memory"] = await self.shared_memory(before, agent)
             return out
         out = _base(before, drift)
         out.update(await status_view(self.ledger, before))

@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from bosun.server.engine import Engine
-from bosun.server.services.plan import PlanRequest
+from bosun.server.services.plan import MORE_HELP, PlanRequest, apply_more
 from bosun.server.surface import WRITES, lifespan_engine, protocol_errors, tool
 
 PlanMode = Literal["start", "update", "resume", "status"]
@@ -24,32 +24,25 @@ PlanMode = Literal["start", "update", "resume", "status"]
 async def plan(
     mode: PlanMode,
     ctx: Context[Engine],
-    task_id: Annotated[str, Field(description="task= of the manifest (all modes but start)")] = "",
-    seal: Annotated[str, Field(description="your last SEAL; drift is reported against it")] = "",
-    based_on_version: Annotated[int, Field(ge=0, description="update: the v= it is based on (0: none)")] = 0,
-    objective: Annotated[str, Field(description="start only; immutable")] = "",
-    steps: Annotated[tuple[str, ...], Field(description="start: the plan; update: replace it")] = (),
-    constraints: Annotated[tuple[str, ...], Field(description="append")] = (),
-    decisions: Annotated[tuple[str, ...], Field(description="append; pinned verbatim")] = (),
-    start_step: str = "",
-    complete: tuple[str, ...] = (),
-    lessons: tuple[str, ...] = (),
-    memory: Annotated[tuple[dict[str, str], ...], Field(description="[{scope,key,text}]")] = (),
-    revise: Annotated[tuple[dict[str, Any], ...],
-                      Field(description="rewrite pinned: [{collection,index,text,reason}]")] = (),
-    rules: Annotated[str, Field(description="the task's rules (part of the head)")] = "",
-    declare: Annotated[dict[str, int] | None, Field(description="known token counts: window,history,...")] = None,
-    budget_tokens: Annotated[int, Field(ge=0, description="start: token budget")] = 0,
-    close: Literal["done", "failed", "abandoned"] | None = None,
-    agent: Annotated[str, Field(description="your agent name")] = "",
+    task_id: str | None = None,
+    seal: str | None = None,
+    based_on_version: Annotated[int | None, Field(ge=0)] = None,
+    objective: str | None = None,
+    steps: list[str] | None = None,
+    constraints: list[str] | None = None,
+    decisions: list[str] | None = None,
+    start_step: str | None = None,
+    budget_tokens: Annotated[int | None, Field(ge=0)] = None,
+    agent: str | None = None,
+    more: Annotated[dict[str, Any] | None, Field(description=MORE_HELP)] = None,
 ) -> dict[str, Any]:
-    """Task state with a sealed manifest: start | update | resume | status. Carry the manifest; pass its SEAL."""
+    """Task state: start, update as you work, resume after a context reset, status. Carry the manifest; send its SEAL as seal."""
     req = PlanRequest(
         task_id=task_id or None, seal=seal or None, based_on_version=based_on_version or None,
-        objective=objective or None, steps=list(steps) if steps else None, constraints=list(constraints),
-        decisions=list(decisions), start_step=start_step or None, complete=list(complete), lessons=list(lessons),
-        memory=list(memory), revise=list(revise), rules=rules or None, declare=declare,
-        budget_tokens=budget_tokens or None, close=close, agent=agent or None)
+        objective=objective, steps=list(steps) if steps else None, constraints=list(constraints or ()),
+        decisions=list(decisions or ()), start_step=start_step or None, budget_tokens=budget_tokens or None,
+        agent=agent or None)
+    apply_more(req, more)
     return await ctx.request_context.lifespan_context.plan.run(mode, req)
 
 

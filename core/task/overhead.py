@@ -1,0 +1,121 @@
+"""Overhead modes: how much of bosun a task carries, so bosun never costs a small task more than it saves.
+
+bosun's own tokens in an agent's context are the sealed manifest (~120 tokens, carried), the
+stubs that replace offloaded results, and precheck calls the agent makes itself (its request,
+with the seal, and the answer). Savings are the offloaded tokens and the repeats a duplicate
+verdict spares. On a task of a few small outputs, the fixed costs win; on a long task, the
+savings do. The four modes (OSIRIS: bystander, light, standard, full) set the knobs:
+
+=========  ========  =====================================  =================================
+mode       manifest  offload fresh results (prune mode)     precheck in the agent's context
+=========  ========  =====================================  =================================
+bystander  no        from 2,000 tokens (``conservative``)   none (``bosun run`` still offloads)
+light      yes       from 800 tokens (``balanced``)         none
+standard   yes       from 500 tokens (``cache_ttl``)        calls that write or run a program
+                                                            (where repeated failures happen)
+full       yes       from 250 tokens (``aggressive``)       every call
+=========  ========  =====================================  =================================
+
+``auto`` (the default) starts as bystander and moves to the mode with the best net so far
+(``choose``): each mode's savings are counted on the outputs the task has actually produced,
+and a mode is only chosen once they exceed what it costs (no fitted size thresholds).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bosun.core.errors import InvalidInput
+
+
+@dataclass(frozen=True)
+class OverheadMode:
+    name: str
+    manifest: bool  # the agent carries the sealed manifest
+    prune_mode: str  # observe's offload thresholds (core/offload/offload.py)
+    precheck: str  # which calls the agent prechecks: "none", "runs" (writes or runs a program), "all"
+
+
+MODES: dict[str, OverheadMode] = {
+    "bystander": OverheadMode("bystander", False, "conservative", "none"),
+    "light": OverheadMode("light", True, "balanced", "none"),
+    "standard": OverheadMode("standard", True, "cache_ttl", "runs"),
+    "full": OverheadMode("full", True, "aggressive", "all"),
+}
+AUTO = "auto"
+OVERHEAD_MODES = (AUTO, *MODES)
+ORDER = tuple(MODES)  # lightest first: ties go to the lighter mode
+
+
+def check_mode(name: Any, field: str = "overhead") -> str:
+    if name not in OVERHEAD_MODES:
+        raise InvalidInput(field, f"unknown overhead mode {name!r}", ", ".join(OVERHEAD_MODES))
+    return str(name)
+
+
+def mode_events(name: str, why: str) -> list[tuple[str, dict[str, Any]]]:
+    """The setting flags a task starts with: its overhead mode and the prune mode observe follows.
+
+    ``auto`` journals nothing at start: the server's prune mode applies until ``choose`` moves it.
+    """
+    check_mode(name)
+    if name == AUTO:
+        return []
+    mode = MODES[name]
+    return [("state_flag", {"name": "overhead_mode", "value": name, "why": why, "source": "bosun"}),
+            ("state_flag", {"name": "prune_mode", "value": mode.prune_mode, "why": f"overhead mode {name}",
+                            "source": "bosun"})]
+
+
+def effective(state_flags: Mapping[str, Any], default: str = AUTO) -> OverheadMode:
+    """The mode a task runs in now: its own, or (auto) the one ``choose`` last settled on."""
+    name = str(state_flags.get("overhead_mode") or default)
+    if name in MODES:
+        return MODES[name]
+    settled = next((m for m in MODES.values() if m.prune_mode == state_flags.get("prune_mode")), None)
+    return settled or MODES["bystander"]
+
+
+@dataclass
+class Costs:
+    """What each mode would have cost and saved on a task so far (tokens), folded call by call."""
+
+    saved: dict[str, int]  # offload + duplicate savings per mode
+    spent: dict[str, int]  # stubs are in ``saved`` as a net; this is manifests and agent prechecks
+
+    @classmethod
+    def empty(cls) -> Costs:
+        return cls({m: 0 for m in MODES}, {m: 0 for m in MODES})
+
+    def net(self, mode: str) -> int:
+        return self.saved[mode] - self.spent[mode]
+
+
+def add_call(costs: Costs, offload_saving: Mapping[str, int], precheck_tokens: int, runs: bool,
+             duplicate_saving: int = 0) -> None:
+    """Fold one call: per mode, its offload saving (result minus stub, 0 when kept), the precheck it
+    would have made (request + answer tokens; ``runs``: the call writes or runs a program) and, when
+    it prechecked, what a duplicate verdict spared (the result not fetched again, minus the answer)."""
+    for name, mode in MODES.items():
+        costs.saved[name] += int(offload_saving.get(name, 0))
+        if mode.precheck == "all" or (mode.precheck == "runs" and runs):
+            costs.spent[name] += precheck_tokens
+            costs.saved[name] += duplicate_saving
+
+
+def add_manifest(costs: Costs, manifest_tokens: int) -> None:
+    """A manifest issued (start, or a plan change): paid by every mode that carries one."""
+    for name, mode in MODES.items():
+        if mode.manifest:
+            costs.spent[name] += manifest_tokens
+
+
+def choose(costs: Costs, current: str = "bystander") -> str:
+    """The mode with the best net so far; the current one is kept on a tie, then the lighter one."""
+    best = current
+    for name in ORDER:
+        if costs.net(name) > costs.net(best):
+            best = name
+    return best
