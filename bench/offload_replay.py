@@ -194,8 +194,22 @@ def carried(items: list[Item], prompts: list[float]) -> int:
     return total
 
 
+def intent_of(calls: list[dict[str, Any]], j: int, source: str) -> str | None:
+    """The intent handed to observe with output ``j``.
+
+    The trajectories hold no assistant messages and no task text, so: ``own`` = the command that
+    produced the output (known when observing; no look-ahead); ``next`` = the agent's next command
+    (a stand-in for its next assistant message: it looks ahead, so it is an upper bound).
+    """
+    if source == "own":
+        return used_text(calls[j])[:500] or None
+    if source == "next" and j + 1 < len(calls):
+        return used_text(calls[j + 1])[:500] or None
+    return None
+
+
 async def replay_run(
-    engine: Engine, run: dict[str, Any], mode: str, schema_tokens: int, compact_every: int
+    engine: Engine, run: dict[str, Any], mode: str, schema_tokens: int, compact_every: int, intent: str = "none"
 ) -> RunResult:
     from bosun.core.offload.compaction import plan_compaction
     from bosun.core.offload.offload import get_mode
@@ -282,13 +296,14 @@ async def replay_run(
         tokens = estimate_tokens(out)
         base_items.append(Item(j, [(j, tokens)], out, True))
         ans = await svc.observe_output(tid, bool(call.get("error")), str(call.get("tool") or "bash"),
-                                       call.get("args") or {}, out, mode=mode)
+                                       call.get("args") or {}, out, mode=mode, intent=intent_of(calls, j, intent))
         events = await tasks.events(tid, max(0, (await tasks.get(tid)).version - 2))
         stored = next(e.payload["stored_ref"] for e in reversed(events) if "stored_ref" in e.payload)
         refs[j] = stored
         if ans["offloaded"]:
             stub_text = _compact(ans)
             cost = estimate_tokens(stub_text)
+            stub_text += "\n" + str(ans.get("focus") or "") + "\n" + str(ans.get("view") or "")  # as the agent reads them
             res.offloaded += 1
             res.stub_tokens += cost
             item = Item(j, [(j, cost)], stub_text)
@@ -434,6 +449,10 @@ async def main() -> None:
     ap.add_argument("--out", default="", help="write the markdown report here")
     ap.add_argument("--offload-min", type=int, default=0,
                     help="tuning only: override the mode's offload threshold (tokens) for this replay")
+    ap.add_argument("--slice-max", type=int, default=-1,
+                    help="tuning only: override the tokens up to which an explicit slice passes through")
+    ap.add_argument("--intent", default="none", choices=["none", "own", "next"],
+                    help="observe with an intent: the output's own command, or the agent's next command")
     ap.add_argument("--split", default="all", choices=["all", "dev", "holdout"],
                     help="replay only the seeded dev part (tune here) or the held-out part (report once)")
     ap.add_argument("--compact-every", type=int, default=-1,
@@ -446,16 +465,20 @@ async def main() -> None:
         runs = [r for r in runs if split_of(str(r["traj_id"])) == args.split]
     if args.runs:
         runs = runs[: args.runs]
-    if args.offload_min:
+    if args.offload_min or args.slice_max >= 0:
         import dataclasses
 
-        MODES[args.mode] = dataclasses.replace(MODES[args.mode], offload_min_tokens=args.offload_min)
+        base = MODES[args.mode]
+        MODES[args.mode] = dataclasses.replace(
+            base, offload_min_tokens=args.offload_min or base.offload_min_tokens,
+            slice_max_tokens=args.slice_max if args.slice_max >= 0 else base.slice_max_tokens)
     home = Path(tempfile.mkdtemp(prefix="bosun-replay-"))
     schema = await measure_schema(home)
     engine = Engine(Config(home=home / "h", policies=[]), embedder_factory=lambda _c: HashEmbedder(8))
     await engine.open()
     t0 = time.perf_counter()
-    results = [await replay_run(engine, run, args.mode, schema, args.compact_every) for run in runs]
+    results = [await replay_run(engine, run, args.mode, schema, args.compact_every, args.intent)
+               for run in runs]
     elapsed = time.perf_counter() - t0
 
     ledger = await engine.ledger.overall()
@@ -477,7 +500,9 @@ async def main() -> None:
         f"# Offload replay: {len(results)} {Path(args.data).name.split('.')[0]} runs, mode {args.mode}",
         "",
         f"Command: `python bench/offload_replay.py{' --runs ' + str(args.runs) if args.runs else ''} --mode {args.mode} "
-        f"--compact-every {args.compact_every}` "
+        f"--compact-every {args.compact_every} --split {args.split} --intent {args.intent}"
+        f"{' --offload-min ' + str(args.offload_min) if args.offload_min else ''}"
+        f"{' --slice-max ' + str(args.slice_max) if args.slice_max >= 0 else ''}` "
         f"({elapsed:.0f} s, {sum(r.calls for r in results)} observe calls)",
         "",
         "## Totals (tool-output tokens)",

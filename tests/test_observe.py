@@ -43,9 +43,27 @@ async def _start(client: Client) -> str:
     return str(out["task_id"])
 
 
-async def _observe(client: Client, tid: str, result: str, **kw: Any) -> Any:
+class _Direct:
+    """A service answer shaped like a tool result: for the settings the observe listing no longer
+    carries (seal, mode, offload: the task's settings and the CLI's flags), called on the service."""
+
+    def __init__(self, answer: dict[str, Any]) -> None:
+        self.structured_content = answer
+        self.is_error = False
+        self.content: list[Any] = []
+
+
+SERVICE_ONLY = ("seal", "mode", "offload")
+
+
+async def _observe(client: Client, tid: str, result: str, engine: Engine | None = None, **kw: Any) -> Any:
     args = {"task_id": tid, "kind": "result", "tool": "bash", "args": {"command": "pytest -q"}, "result": result}
     args.update(kw)
+    if any(k in kw for k in SERVICE_ONLY):
+        assert engine is not None, "seal/mode/offload go to the service"
+        return _Direct(await engine.observe.run(tid, "result", "bash", args["args"], result, kw.get("seal"),
+                                                mode=kw.get("mode"), offload=kw.get("offload"),
+                                                intent=kw.get("intent")))
     return await client.call_tool("observe", args)
 
 
@@ -77,7 +95,7 @@ async def test_drop_receipt_credits_once_and_ledger(client: Client, engine: Engi
     assert led["credited_tokens"] == 0 and led["pending_drop_tokens"] == big["tokens"]
     drop = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "result": big["ref"]}))
     assert drop["credited_tokens"] == big["tokens"]
-    again = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "refs": [big["ref"]]}))
+    again = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "result": [big["ref"]]}))
     assert again["credited_tokens"] == 0 and again["already_dropped"]
     led = await engine.ledger.summary(tid)
     assert led["credited_tokens"] == big["tokens"] and led["overhead_tokens"] > 0
@@ -91,7 +109,7 @@ async def test_secrets_never_stored_or_returned(client: Client, engine: Engine) 
     tid = await _start(client)
     secret = "ghp_abcdefghijklmnopqrstuvwxyzABCDEF0123"
     out = _sc(await _observe(client, tid, (f"token={secret}\n" + PYTEST_OUT), args={"command": f"echo {secret}"},
-                             offload=True))
+                             offload=True, engine=engine))
     assert out["redacted"] >= 1
     raw = _sc(await client.call_tool("recall", {"ref": out["ref"], "op": "raw", "max_tokens": 20000}))
     assert secret not in raw["text"] and "[REDACTED:github_token]" in raw["text"]
@@ -129,7 +147,7 @@ async def test_observe_bad_input_names_the_field(client: Client, engine: Engine)
         ({"task_id": tid, "kind": "file"}, "path"),
         ({"task_id": tid, "kind": "dropped"}, "result"),
         ({"task_id": tid, "kind": "decision"}, "text"),
-        ({"task_id": tid, "kind": "result", "tool": "bash", "result": "x", "mode": "turbo"}, "mode"),
+        ({"task_id": tid, "kind": "result", "tool": "bash", "result": "x", "mode": "turbo"}, "unknown argument"),
     ]
     for args, needle in cases:
         r = await client.call_tool("observe", args)
@@ -159,7 +177,7 @@ async def test_payload_over_limit_is_refused_whole(home: Path) -> None:
         assert r.is_error and "limit is 10000" in _text(r)
         async with eng.conn.execute("SELECT COUNT(*) FROM refs WHERE size >= 20000") as cur:
             assert (await cur.fetchone())[0] == 0
-        assert [e.kind for e in await eng.tasks.events(tid)] == ["task_started"]
+        assert not [e for e in await eng.tasks.events(tid) if e.kind in ("tool_result", "tool_failure")]
 
 
 async def test_file_reads_only_under_roots(tmp_path: Path) -> None:
@@ -174,22 +192,22 @@ async def test_file_reads_only_under_roots(tmp_path: Path) -> None:
     eng = Engine(cfg, embedder_factory=lambda _c: HashEmbedder(64))
     async with Client(create_server(eng)) as client:
         tid = await _start(client)
-        ok = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "file", "path": "src/a.py"}))
+        ok = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "file", "result": "src/a.py"}))
         assert ok["size"] == 22 and ok["changed"] is None and ok["path"].endswith("src/a.py")
         (root / "src" / "a.py").write_text("def f():\n    return 2\n")
-        again = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "file", "path": str(root / "src/a.py")}))
+        again = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "file", "result": str(root / "src/a.py")}))
         assert again["changed"] is True
         for path, needle in [("../secret.txt", "traversal"), ("link.txt", "outside BOSUN_ROOTS"),
                              (str(outside), "outside BOSUN_ROOTS"), ("big.bin", "limit is 1000"),
                              ("src", "not a regular file"), ("missing.py", "not found")]:
-            r = await client.call_tool("observe", {"task_id": tid, "kind": "file", "path": path})
+            r = await client.call_tool("observe", {"task_id": tid, "kind": "file", "result": path})
             assert r.is_error and needle in _text(r), (path, _text(r))
 
 
 async def test_checkpoint_modes(client: Client, engine: Engine) -> None:
     tid = await _start(client)
     for i in range(3):
-        await _observe(client, tid, f"result {i}\n" * 200, args={"command": f"cmd {i}"}, offload=False)
+        await _observe(client, tid, f"result {i}\n" * 200, args={"command": f"cmd {i}"}, offload=False, engine=engine)
     snap = _sc(await client.call_tool("checkpoint", {"task_id": tid, "mode": "snapshot"}))
     assert snap["ref"].startswith("mem://sha256:")
     big = _sc(await _observe(client, tid, PYTEST_OUT))
@@ -199,7 +217,7 @@ async def test_checkpoint_modes(client: Client, engine: Engine) -> None:
     clear = _sc(await client.call_tool("checkpoint", {"task_id": tid, "mode": "clear"}))
     assert clear["items"] == 4 and clear["freed_tokens"] > 0 and len(clear["drop"]) == 4
     # applying a plan = drop receipts; nothing is deleted, every item is still recallable
-    _sc(await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "refs": clear["drop"]}))
+    _sc(await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "result": clear["drop"]}))
     for ref in clear["drop"]:
         _sc(await client.call_tool("recall", {"ref": ref, "op": "head", "lines": 1}))
     resume = _sc(await client.call_tool("checkpoint", {"task_id": tid, "mode": "resume"}))
@@ -277,9 +295,9 @@ def test_killed_mid_observe_leaves_whole_observations(tmp_path: Path) -> None:
 async def test_head_contract_and_seal_drift(client: Client, engine: Engine) -> None:
     out = _sc(await client.call_tool("plan", {"mode": "start", "objective": "seal test"}))
     tid, seal = out["task_id"], out["seal"]
-    ok = _sc(await _observe(client, tid, "fine\n", args={"command": "ls"}, seal=seal))
+    ok = _sc(await _observe(client, tid, "fine\n", args={"command": "ls"}, seal=seal, engine=engine))
     assert ok["drift"] == "ok"
-    bad = _sc(await _observe(client, tid, "fine\n", args={"command": "ls"}, seal="sha256:" + "0" * 64))
+    bad = _sc(await _observe(client, tid, "fine\n", args={"command": "ls"}, seal="sha256:" + "0" * 64, engine=engine))
     assert bad["drift"]["verdict"] == "critical_drift"
     head = _sc(await client.call_tool("observe", {"task_id": tid, "kind": "head",
                                                    "text": "You are a helpful agent. Today is 2026-11-29T12:00:00Z."}))
@@ -312,7 +330,7 @@ async def test_small_test_run_sets_tests_passed(client: Client, engine: Engine) 
 
 async def test_observe_suggests_compaction_every_8_results(client: Client, engine: Engine) -> None:
     tid = await _start(client)
-    answers = [_sc(await _observe(client, tid, f"row {i} " * 120 + "\n", args={"command": f"cmd {i}"}, offload=False))
+    answers = [_sc(await _observe(client, tid, f"row {i} " * 120 + "\n", args={"command": f"cmd {i}"}, offload=False, engine=engine))
                for i in range(8)]
     assert all("compact" not in a for a in answers[:7])
     hint = answers[7]["compact"]
@@ -370,7 +388,7 @@ async def test_compaction_hint_reads_the_journal_incrementally_and_plans_the_sam
             _sc(await client.call_tool("checkpoint", {"task_id": tid, "mode": "snapshot"}))
             _sc(await client.call_tool("plan", {"mode": "update", "task_id": tid, "decisions": [f"d{i}"]}))
         if i in (15, 22) and refs:
-            _sc(await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "refs": [refs.pop(0)]}))
+            _sc(await client.call_tool("observe", {"task_id": tid, "kind": "dropped", "result": [refs.pop(0)]}))
         view = await svc._compaction_view(tid)
         full = await tasks.events(tid)
         now = full[-1].created_at + 1

@@ -7,15 +7,18 @@ history a compaction plan may move out (``evict``):
 
 | mode | offload fresh results from | compaction may move (never the newest ``keep_recent``) |
 |---|---|---|
-| ``cache_ttl`` (default) | 500 tokens | the working zone; everything once the prompt cache expired (idle > TTL); keeps 4 |
+| ``cache_ttl`` (default) | any size whose stub costs at most half of it | the working zone; everything once the prompt cache expired (idle > TTL); keeps 4 |
 | ``conservative`` | 2,000 tokens | the working zone only (zero cache impact); keeps 8 |
 | ``balanced`` | 800 tokens | the working zone and cold history (older than 8 results); keeps 4 |
-| ``aggressive`` | 250 tokens | everything rehydratable (may cost a prefix re-fill); keeps 1 |
+| ``aggressive`` | any size whose stub costs at most half of it | everything rehydratable (may cost a prefix re-fill); keeps 1 |
 
 A result is offloaded only when its stub saves tokens: the stub (ref, sizes,
 outline, recall calls) must cost at most half the result, so bosun never costs
-more than it saves. An explicit slice the agent asked for (``sed -n 10,80p``,
-``head -n 50``) passes through up to ``slice_factor`` × the threshold.
+more than it saves. In cache_ttl and aggressive that is the only rule (a minimal
+stub is ~70 tokens, so outputs from ~140 tokens on can leave): on the replay's dev
+split, a 500 / 350 / 250 / 150-token floor saved less at every step (bench/results/
+offload_threshold.md). An explicit slice the agent asked for (``sed -n 10,80p``,
+``head -n 50``) passes through up to ``slice_max_tokens``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ class PruneMode:
     outline_min: int  # ... clamped to [outline_min, outline_max]
     outline_max: int
     evict: str  # compaction scope: ttl | working | cold | all
+    slice_max_tokens: int = 0  # an explicit slice passes through up to this (0: slice_factor x the threshold)
     ttl_s: float = 300.0
     cold_after: int = 8  # results older than this many newer results are "cold"
     keep_recent: int = 4  # compaction never moves the newest results (the agent is working with them)
@@ -57,13 +61,14 @@ class PruneMode:
 
 
 MODES: dict[str, PruneMode] = {
-    "cache_ttl": PruneMode("cache_ttl", 500, 4.0, 0.05, 48, 220, "ttl"),
+    "cache_ttl": PruneMode("cache_ttl", 0, 4.0, 0.05, 48, 220, "ttl", slice_max_tokens=500),
     "conservative": PruneMode("conservative", 2000, 4.0, 0.06, 64, 300, "working", keep_recent=8),
     "balanced": PruneMode("balanced", 800, 3.0, 0.05, 48, 240, "cold"),
-    "aggressive": PruneMode("aggressive", 250, 2.0, 0.04, 32, 160, "all", keep_recent=1),
+    "aggressive": PruneMode("aggressive", 0, 2.0, 0.04, 32, 160, "all", slice_max_tokens=500, keep_recent=1),
 }
 DEFAULT_MODE = "cache_ttl"
 MAX_STUB_SHARE = 0.5  # a stub may cost at most this share of the result it replaces
+STUB_FLOOR_TOKENS = 49  # a stub with an empty outline (ref, sizes, kind, recall hints): no output under twice this can leave
 VIEW_MIN_TOKENS = 40  # below this, a compressed view's ref and note cost about what the noise does
 
 
@@ -144,12 +149,14 @@ def decide(tokens: int, mode: PruneMode, command: str | None = None, force: bool
         return Decision(False, "requested")
     threshold = mode.offload_min_tokens
     if explicit_slice(command):
-        threshold = int(threshold * mode.slice_factor)
+        threshold = mode.slice_max_tokens or int(threshold * mode.slice_factor)
         if tokens < threshold:
             return Decision(False, f"explicit slice under {threshold} tokens")
     if tokens < threshold:
         return Decision(False, f"under {threshold} tokens ({mode.name})")
-    return Decision(True, f"over {threshold} tokens ({mode.name})")
+    if tokens < STUB_FLOOR_TOKENS / MAX_STUB_SHARE:
+        return Decision(False, "a stub could not cost half of it")
+    return Decision(True, f"over {threshold} tokens ({mode.name})" if threshold else f"stub may save ({mode.name})")
 
 
 def hint_text(hint: dict[str, Any]) -> str:

@@ -1,4 +1,6 @@
-"""``bosun hook claude-code``: a UserPromptSubmit hook that asks the warm daemon where a prompt routes.
+"""Harness hooks. ``bosun hook claude-code``: a UserPromptSubmit hook that asks the warm daemon where a
+prompt routes. ``bosun hook claude-code-pretool``: a PreToolUse hook that sends Bash commands through
+``bosun run`` (see ``server/commands/pretool.py``).
 
 A fresh process per prompt cannot afford numpy, scikit-learn or a model load
 (oiax pays 0.9-4 s for them), so this module imports only the stdlib: it reads
@@ -6,7 +8,10 @@ the hook JSON on stdin, POSTs the prompt to the daemon's ``/v1/route`` (the URL
 and token come from ``$BOSUN_HOME/daemon.json``), and prints
 ``hookSpecificOutput.additionalContext`` (at most 1,024 bytes: names, evidence,
 notices). It never blocks the prompt: any failure exits 0 with no output and
-records a telemetry failure.
+records a telemetry failure. When no daemon answers it starts one (as ``bosun stdio`` does, detached)
+and waits for it within its time budget; if the daemon is not up by then, the context says routing
+is warming up instead of staying silent. Telemetry records the latency the harness saw: from this
+process's start (``/proc/self/stat``, 10 ms ticks) to the answer, not the daemon's share alone.
 """
 
 from __future__ import annotations
@@ -23,16 +28,23 @@ from urllib.parse import urlsplit, urlunsplit
 from bosun.server.commands import config_of
 
 NAME = "hook"
-HELP = "harness hooks: `bosun hook claude-code` (UserPromptSubmit: route the prompt via the running daemon)"
+HELP = ("harness hooks: `bosun hook claude-code` (UserPromptSubmit: route the prompt via the daemon), "
+        "`bosun hook claude-code-pretool` (PreToolUse: Bash commands through bosun run)")
 
 MAX_CONTEXT_BYTES = 1024
 DEFAULT_TIMEOUT_S = 2.0
+WARMING = ("bosun: governance routing is warming up (its daemon is starting); policies that bear on this "
+           "prompt are not checked yet. Call the route tool if a policy may apply.")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("harness", choices=["claude-code"], help="which harness's hook protocol to speak")
+    parser.add_argument("harness", choices=["claude-code", "claude-code-pretool"],
+                        help="which harness hook to speak")
+    parser.add_argument("--permission", choices=["allow", "ask"], default=None,
+                        help="claude-code-pretool: also answer this permission decision for a rewritten command")
     parser.add_argument("--home", help="state directory holding daemon.json (default $BOSUN_HOME or ~/.bosun)")
-    parser.add_argument("--timeout", type=float, default=None, help=f"seconds to wait for the daemon (default {DEFAULT_TIMEOUT_S})")
+    parser.add_argument("--timeout", type=float, default=None, help=f"seconds to wait for the daemon, "
+                        f"starting it included (default {DEFAULT_TIMEOUT_S}; BOSUN_HOOK_START=0: never start it)")
 
 
 def _home(args: argparse.Namespace) -> Path:
@@ -148,16 +160,77 @@ def _dechunk(data: bytes) -> bytes:
     return bytes(out)
 
 
+def process_age_ms() -> float | None:
+    """Milliseconds since this process started (the interpreter's start-up included), from /proc."""
+    try:
+        with open("/proc/self/stat", "rb") as fh:
+            stat = fh.read().decode("ascii", "replace")
+        start_ticks = int(stat.rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", "rb") as fh:
+            uptime = float(fh.read().split()[0])
+        return max(0.0, (uptime - start_ticks / os.sysconf("SC_CLK_TCK")) * 1000)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def delivered_ms(started: float) -> float:
+    """End-to-end latency: the longer of the process's age and the time since ``started``."""
+    inside = (time.perf_counter() - started) * 1000
+    age = process_age_ms()
+    return max(inside, age) if age is not None else inside
+
+
 def _record_failure(failure_class: str, started: float) -> None:
     try:
         from bosun.server import telemetry
 
-        telemetry.record_failure(failure_class, via="hook", delivered_ms=(time.perf_counter() - started) * 1000)
+        telemetry.record_failure(failure_class, via="hook", delivered_ms=delivered_ms(started))
     except Exception:  # telemetry never costs a turn
         pass
 
 
+def _record_route(result: dict[str, Any], started: float) -> None:
+    try:
+        from bosun.server import telemetry
+
+        telemetry.record_route(result, via="hook", delivered_ms=delivered_ms(started))
+    except Exception:
+        pass
+
+
+def start_daemon(home: Path) -> None:
+    """Start the daemon as ``bosun stdio`` does (bridge.ensure_daemon: locked, one daemon), detached."""
+    import subprocess
+
+    code = "import sys; from pathlib import Path; from bosun.server.transport.bridge import ensure_daemon; " \
+           "ensure_daemon(Path(sys.argv[1]))"
+    subprocess.Popen([sys.executable, "-P", "-c", code, str(home)], stdin=subprocess.DEVNULL,
+                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+
+
+def _daemon(home: Path) -> tuple[str, str | None]:
+    info = json.loads((home / "daemon.json").read_text())
+    return route_url(str(info["url"])), info.get("token")
+
+
+def _warming(started: float) -> int:
+    out = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": WARMING}}
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
+    _record_failure("daemon", started)
+    return 0
+
+
+def _ask(home: Path, prompt: str, timeout: float) -> tuple[int, bytes]:
+    url, token = _daemon(home)
+    return post_json(url, {"prompt": prompt}, token, timeout)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.harness == "claude-code-pretool":
+        from bosun.server.commands.pretool import run_pretool
+
+        return run_pretool(args)
     started = time.perf_counter()
     try:
         raw = sys.stdin.buffer.read()
@@ -169,22 +242,34 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, OSError):
         _record_failure("input", started)
         return 0
-    try:
-        info = json.loads((_home(args) / "daemon.json").read_text())
-        url = route_url(str(info["url"]))
-        token = info.get("token")
-    except (OSError, ValueError, KeyError, TypeError):
-        _record_failure("daemon", started)
-        return 0
     timeout = args.timeout if args.timeout is not None else float(os.environ.get("BOSUN_HOOK_TIMEOUT_S", DEFAULT_TIMEOUT_S))
+    home = _home(args)
+    deadline = started + timeout
     try:
-        status, payload = post_json(url, {"prompt": prompt}, token, timeout)
+        status, payload = _ask(home, prompt, timeout)
     except TimeoutError:
         _record_failure("timeout", started)
         return 0
-    except (OSError, ValueError):
-        _record_failure("daemon", started)
-        return 0
+    except (OSError, ValueError, KeyError, TypeError):  # no daemon file, or nothing listening: start one
+        if os.environ.get("BOSUN_HOOK_START", "1").strip() == "0":
+            _record_failure("daemon", started)
+            return 0
+        try:
+            start_daemon(home)
+        except OSError:
+            return _warming(started)
+        while True:
+            time.sleep(0.05)
+            left = deadline - time.perf_counter() - 0.1
+            if left <= 0:
+                return _warming(started)
+            try:
+                status, payload = _ask(home, prompt, left)
+                break
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+    if status == 503:  # up, its model still loading
+        return _warming(started)
     if status != 200:
         _record_failure("input" if status == 400 else "daemon", started)
         return 0
@@ -195,6 +280,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         context = render(result if isinstance(result, dict) else {})
+        _record_route(result if isinstance(result, dict) else {}, started)
         if context:
             out = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}}
             sys.stdout.write(json.dumps(out) + "\n")

@@ -46,6 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=["cache_ttl", "conservative", "balanced", "aggressive"],
                         help="pruning mode for this output (default: the task's, else BOSUN_PRUNE_MODE)")
     parser.add_argument("--shell", action="store_true", help="run the one argument through /bin/sh -c")
+    parser.add_argument("--no-start", action="store_true",
+                        help="never start a daemon (also BOSUN_RUN_START=0): print the output, keep the spool")
     parser.add_argument("--home", help="state directory (default $BOSUN_HOME or ~/.bosun)")
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- the command and its arguments")
 
@@ -210,7 +212,8 @@ def run(args: argparse.Namespace) -> int:
             "command": shown, "spool": name, "exit_code": code if code >= 0 else 128 - code,
             "intent": args.intent, "mode": args.mode}
     try:
-        answer = daemon_observe(home, body)
+        start = not args.no_start and os.environ.get("BOSUN_RUN_START", "1").strip() != "0"
+        answer = daemon_observe(home, body, start)
     except (DaemonError, OSError, ValueError) as exc:  # the output is never lost: print it, keep the spool
         copy_out(path, FALLBACK_PRINT_BYTES)
         print(f"bosun run: not recorded ({exc}); the output stays in {path}", file=sys.stderr)

@@ -241,7 +241,7 @@ class ObserveService:
             cost = answer_tokens(answer)  # the stub as the agent carries it: the whole answer
             if offload is not True and not worth_it(tokens, cost):
                 stub, answer, choice.reason = None, None, f"a stub ({cost} tokens) would not save enough"
-        if stub is not None and intent:
+        if stub is not None and answer is not None and intent:
             room = min(INTENT_MAX, max(0, int(tokens * MAX_STUB_SHARE) - cost))
             found = await self._cpu(len(text), focus, text, intent, room)
             if found is not None:
@@ -347,8 +347,8 @@ class ObserveService:
         return view
 
     # -- bosun run: a command's output spooled to a file under BOSUN_HOME ---------------------
-    async def observe_spool(self, task_id: str | None, session: str | None, command: str, spool: str,
-                            exit_code: int, intent: str | None = None, mode: str | None = None) -> dict[str, Any]:
+    async def observe_spool(self, task_id: str | None, session: Any, command: Any, spool: Any,
+                            exit_code: Any, intent: Any = None, mode: Any = None) -> dict[str, Any]:
         """Observe the output ``bosun run`` spooled to ``$BOSUN_HOME/spool/<spool>``.
 
         The command is journaled as a ``bash`` call (``args.command``, so precheck's duplicate and
@@ -363,6 +363,10 @@ class ObserveService:
             raise InvalidInput("command", "must be the command that ran")
         if not isinstance(exit_code, int) or isinstance(exit_code, bool):
             raise InvalidInput("exit_code", "must be an integer")
+        if intent is not None and not isinstance(intent, str):
+            raise InvalidInput("intent", "must be text")
+        if mode is not None and not isinstance(mode, str):
+            raise InvalidInput("mode", "must be a pruning mode name")
         if task_id is None:
             task_id = await self._session_task(session)
         path = self.engine.config.home / SPOOL_DIR / spool
@@ -374,7 +378,7 @@ class ObserveService:
             answer["partial"] = {"bytes": total, "spool": spool}
         return answer
 
-    async def _session_task(self, session: str | None) -> str:
+    async def _session_task(self, session: Any) -> str:
         """The task of a shell session (or directory): ``run-<hash>``, started the first time it is seen."""
         import hashlib
 

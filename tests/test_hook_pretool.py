@@ -1,0 +1,91 @@
+"""The PreToolUse hook: Bash calls go through bosun run, except those that must not; it never blocks."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from bosun.server.commands.pretool import decide, leave_alone
+
+
+def _event(command: str, **tool_input: object) -> dict[str, object]:
+    return {"session_id": "abc123", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+            "tool_input": {"command": command, "description": "d", **tool_input}}
+
+
+def test_a_bash_call_is_rewritten_to_run_through_bosun_and_keeps_its_other_fields() -> None:
+    out = decide(_event("pytest -q tests/ | tail -20", timeout=120000))
+    assert out is not None
+    spec = out["hookSpecificOutput"]
+    assert spec["hookEventName"] == "PreToolUse" and "permissionDecision" not in spec
+    new = spec["updatedInput"]
+    assert new["timeout"] == 120000 and new["description"] == "d"
+    argv = shlex.split(new["command"])
+    assert argv[-3:] == ["bash", "-c", "pytest -q tests/ | tail -20"]  # the original, whole, in a child bash
+    assert "bosun.server.commands.run" in argv and argv[argv.index("--session") + 1] == "claude-code:abc123"
+
+
+def test_the_rewritten_command_runs_the_original_with_its_exit_code(tmp_path: object) -> None:
+    out = decide(_event("printf 'a b\\n' && python3 -c 'import sys; sys.exit(4)'"))
+    assert out is not None
+    argv = shlex.split(out["hookSpecificOutput"]["updatedInput"]["command"])
+    # run it the way bosun run would run its command part: the original text, unchanged
+    cmd = argv[argv.index("--") + 1:]
+    done = subprocess.run(cmd, capture_output=True, check=False)
+    assert done.returncode == 4 and done.stdout == b"a b\n"
+
+
+@pytest.mark.parametrize("command, why", [
+    ("ls", "short"),
+    ("cd src && make", "shell state"),
+    ("export A=1", "shell state"),
+    ("source .venv/bin/activate && pytest", "shell state"),
+    ("vim README.md", "interactive"),
+    ("git add -p", "interactive"),
+    ("git commit", "interactive"),
+    ("tail -f app.log", "interactive"),
+    ("python3", "interactive"),
+    ("docker run -it ubuntu bash", "interactive"),
+    ("make 2>&1 | bosun observe --task t1", "already bosun"),
+    ("bosun run -- make", "already bosun"),
+])
+def test_commands_that_must_run_as_they_are_are_left_alone(command: str, why: str) -> None:
+    assert leave_alone(command) == why
+    assert decide(_event(command)) is None
+
+
+@pytest.mark.parametrize("command", ["git commit -m 'fix: x'", "python3 -m pytest -q", "grep -rn TODO src | head",
+                                     "cat <<'EOF' > a.py\nprint(1)\nEOF"])
+def test_ordinary_commands_go_through(command: str) -> None:
+    assert leave_alone(command) is None
+
+
+def test_other_tools_and_background_calls_are_left_alone() -> None:
+    assert decide({"tool_name": "Read", "tool_input": {"file_path": "a.py"}}) is None
+    assert decide(_event("pytest -q", run_in_background=True)) is None
+    assert decide({"tool_name": "Bash", "tool_input": "pytest"}) is None
+    assert decide(None) is None
+
+
+def test_the_permission_decision_is_only_given_when_asked() -> None:
+    out = decide(_event("pytest -q"), permission="ask")
+    assert out is not None and out["hookSpecificOutput"]["permissionDecision"] == "ask"
+
+
+@pytest.mark.parametrize("stdin", ["not json", "[1, 2]", '{"tool_name": "Bash"}', ""])
+def test_the_hook_never_blocks_on_bad_input(stdin: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "bosun.server.commands.hook", "claude-code-pretool"], input=stdin,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 0 and proc.stdout == ""
+
+
+def test_the_hook_process_prints_the_rewrite() -> None:
+    proc = subprocess.run([sys.executable, "-m", "bosun.server.commands.hook", "claude-code-pretool"],
+                          input=json.dumps(_event("pytest -q tests")), capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 0
+    assert "bosun.server.commands.run" in json.loads(proc.stdout)["hookSpecificOutput"]["updatedInput"]["command"]

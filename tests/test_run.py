@@ -1,0 +1,165 @@
+"""``bosun run -- CMD``: the command runs as it would bare, its output lands in the task, nothing is lost."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import uvicorn
+
+from bosun.core.embedding import HashEmbedder
+from bosun.core.errors import InvalidInput
+from bosun.server.app import create_server
+from bosun.server.config import Config
+from bosun.server.engine import Engine
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def live(tmp_path: Path) -> Iterator[tuple[Path, Engine]]:
+    """A real daemon (HTTP, token, HashEmbedder) on a free port, named in its home's daemon.json."""
+    home = tmp_path / "home"
+    port = _free_port()
+    engine = Engine(Config(home=home, policies=[], token="t0k", port=port), embedder_factory=lambda _c: HashEmbedder(16))
+    app = create_server(engine).streamable_http_app()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    for _ in range(500):
+        if server.started:
+            break
+        time.sleep(0.02)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "daemon.json").write_text(json.dumps({"url": f"http://127.0.0.1:{port}/mcp", "pid": 1, "token": "t0k"}))
+    try:
+        yield home, engine
+    finally:
+        server.should_exit = True
+        thread.join(10)
+
+
+def _run(home: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    full = {**os.environ, "BOSUN_HOME": str(home), "BOSUN_RUN_START": "0", **(env or {})}
+    full.pop("BOSUN_TASK", None)
+    return subprocess.run([sys.executable, "-m", "bosun.server.commands.run", *argv], capture_output=True,
+                          env=full, timeout=60, check=False)
+
+
+def _journal(home: Path, session: str) -> list[tuple[str, dict]]:  # type: ignore[type-arg]
+    """The session task's events, read through a second Engine on the same home (as the CLI does)."""
+    import asyncio
+
+    async def read() -> list[tuple[str, dict]]:  # type: ignore[type-arg]
+        engine = Engine(Config(home=home, policies=[]), embedder_factory=lambda _c: HashEmbedder(8))
+        await engine.open(watch_policies=False)
+        try:
+            task = await engine.observe._session_task(session)
+            return [(e.kind, e.payload) for e in await engine.tasks.events(task)]
+        finally:
+            await engine.close()
+
+    return asyncio.run(read())
+
+
+def test_small_output_passes_through_and_the_command_is_journaled(live: tuple[Path, Engine]) -> None:
+    home, _ = live
+    proc = _run(home, "--session", "s1", "--", sys.executable, "-c", "print('hello'); raise SystemExit(3)")
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == b"hello\n"
+    assert not list((home / "spool").iterdir())  # observed: the spool is gone, the bytes are in the store
+    proc2 = _run(home, "--session", "s1", "--", "true")
+    assert proc2.returncode == 0 and proc2.stdout == b""
+    events = [(k, p) for k, p in _journal(home, "s1") if k in ("tool_result", "tool_failure")]
+    assert [k for k, _ in events] == ["tool_failure", "tool_result"]
+    assert events[0][1]["exit_code"] == 3 and "print('hello')" in json.dumps(events[0][1]["args"])
+    assert events[1][1]["exit_code"] == 0
+
+
+def test_big_output_prints_the_stub_and_the_bytes_are_recallable(live: tuple[Path, Engine], tmp_path: Path) -> None:
+    home, _ = live
+    script = ("import random\nr = random.Random(4)\nw = ['alpha', 'beta', 'gamma', 'delta', 'omega', 'sigma']\n"
+              "for i in range(3000): print(' '.join(r.choice(w) for _ in range(6)))\n"
+              "print('FAILED test_parse_dates: ValueError day is out of range')")
+    proc = _run(home, "--intent", "why does parse dates fail", "--", sys.executable, "-c", script)
+    assert proc.returncode == 0, proc.stderr
+    stub = json.loads(proc.stdout)
+    assert stub["offloaded"] is True and stub["lines"] == 3001
+    assert "FAILED test_parse_dates" in stub["focus"]
+    expected = subprocess.run([sys.executable, "-c", script], capture_output=True, check=True).stdout
+    assert _stored(home, stub["ref"]) == expected  # byte for byte
+    assert not list((home / "spool").iterdir())
+
+
+def _stored(home: Path, ref: str) -> bytes:
+    import asyncio
+
+    async def read() -> bytes:
+        engine = Engine(Config(home=home, policies=[]), embedder_factory=lambda _c: HashEmbedder(8))
+        await engine.open(watch_policies=False)
+        try:
+            return bytes(await engine.refs.get(await engine.recall.resolver.resolve(ref)))
+        finally:
+            await engine.close()
+
+    return asyncio.run(read())
+
+
+def test_without_a_daemon_the_output_is_printed_and_the_spool_kept(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "daemon.json").write_text(json.dumps({"url": f"http://127.0.0.1:{_free_port()}/mcp", "pid": 1}))
+    proc = _run(home, "--", sys.executable, "-c", "import sys; print('out'); print('err', file=sys.stderr); sys.exit(5)")
+    assert proc.returncode == 5
+    assert proc.stdout == b"out\nerr\n"
+    assert b"not recorded" in proc.stderr
+    kept = list((home / "spool").iterdir())
+    assert len(kept) == 1 and kept[0].read_bytes() == b"out\nerr\n"
+    assert (kept[0].stat().st_mode & 0o777) == 0o600
+
+
+def test_a_signal_kills_run_like_the_command(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = _run(home, "--", sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGTERM)")
+    assert proc.returncode == -signal.SIGTERM
+
+
+def test_a_missing_command_exits_127_like_a_shell(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = _run(home, "--", "no-such-command-bosun-test")
+    assert proc.returncode == 127 and b"no-such-command-bosun-test" in proc.stdout
+
+
+async def test_observe_spool_journals_the_command_and_keeps_an_oversized_spool(home: Path) -> None:
+    engine = Engine(Config(home=home, policies=[], max_payload_bytes=10_000), embedder_factory=lambda _c: HashEmbedder(8))
+    await engine.open()
+    try:
+        spool = home / "spool"
+        spool.mkdir(parents=True, exist_ok=True)
+        (spool / "run-1-a.out").write_bytes(b"".join(b"line %d\n" % i for i in range(5000)))
+        out = await engine.observe.observe_spool(None, "sess", "make all", "run-1-a.out", 2)
+        assert out["partial"]["bytes"] == (spool / "run-1-a.out").stat().st_size and out["offloaded"] is True
+        events = [e for e in await engine.tasks.events(out["task_id"]) if e.kind == "tool_failure"]
+        assert events[-1].payload["exit_code"] == 2 and "make all" in json.dumps(events[-1].payload["args"])
+        data = await engine.refs.get(events[-1].payload["stored_ref"])
+        assert data.startswith(b"line 0\n") and data.endswith(b"line 4999\n") and b"spool file run-1-a.out" in data
+        for bad in ("../x.out", "run-1-a.out/..", "daemon.json"):
+            with pytest.raises(InvalidInput, match="spool"):
+                await engine.observe.observe_spool(None, "sess", "make", bad, 0)
+    finally:
+        await engine.close()
