@@ -176,6 +176,13 @@ def _update_events(state: TaskState, args: dict[str, Any]) -> list[tuple[str, di
     return out
 
 
+def _check_shareable(events: list[tuple[str, dict[str, Any]]], agent: str | None) -> None:
+    """Agent-scoped memory names its agent: refused before anything is journaled."""
+    for i, (kind, payload) in enumerate(e for e in events if e[0] == "memory_added"):
+        if kind == "memory_added" and payload.get("scope") == "agent" and not agent:
+            raise InvalidInput("agent", f"is required for memory[{i}] (scope 'agent')", "your agent name")
+
+
 def _head_summary(report: dict[str, Any]) -> dict[str, Any]:
     return {k: report[k] for k in ("ref", "tokens", "changed", "volatile", "volatile_count")}
 
@@ -339,6 +346,7 @@ class PlanService:
             if rules is not None:
                 event, report = await svc.head_event(blank, "rules", check_text("rules", rules))
                 extra = ([event] if event else []) + extra
+            _check_shareable(extra, agent)
             state = await svc.start(objective, constraints=constraints or [], decisions=decisions or [],
                                     plan=steps or [], budget={"tokens": budget_tokens} if budget_tokens else {},
                                     agent=agent, extra=extra)  # one statement: the task never exists half-made
@@ -374,6 +382,7 @@ class PlanService:
             if rules is not None:
                 event, report = await svc.head_event(before, "rules", check_text("rules", rules))
                 events = ([event] if event else []) + events
+            _check_shareable(events, agent)
             state = await svc.append_many(task_id, events, agent=agent, expected_version=based_on_version)
             await self._share(state, events, agent)
             out = _base(state, drift, carry=False)
