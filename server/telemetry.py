@@ -110,21 +110,31 @@ def write(event: dict[str, Any]) -> None:
         pass
 
 
-def read_events(target: str | os.PathLike[str], since: float | None = None) -> list[dict[str, Any]]:
-    """Every event of a sink (its rotated files included), oldest first; torn lines skipped."""
-    events: list[dict[str, Any]] = []
-    for file in generations(target):
+def parse_lines(text: str) -> list[dict[str, Any]]:
+    """The events of a JSONL text; a torn line (a killed writer) is skipped."""
+    events = []
+    for line in text.splitlines():
         try:
-            text = file.read_text(encoding="utf-8", errors="replace")
-        except OSError:
+            row = json.loads(line)
+        except ValueError:
             continue
-        for line in text.splitlines():
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue  # a torn last line from a killed writer
-            if isinstance(row, dict) and (since is None or float(row.get("ts") or 0) >= since):
-                events.append(row)
+        if isinstance(row, dict):
+            events.append(row)
+    return events
+
+
+def read_events_of(file: Path) -> list[dict[str, Any]]:
+    try:
+        return parse_lines(file.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return []
+
+
+def read_events(target: str | os.PathLike[str], since: float | None = None) -> list[dict[str, Any]]:
+    """Every event of a sink (its rotated files included), oldest first."""
+    events = [e for f in generations(target) for e in read_events_of(f)]
+    if since is not None:
+        events = [e for e in events if float(e.get("ts") or 0) >= since]
     return events
 
 

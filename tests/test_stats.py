@@ -191,3 +191,23 @@ def test_stats_json_is_the_snapshot(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert stats_cmd.run(args) == 0
     body = json.loads(capsys.readouterr().out)
     assert body["source"] == "store" and body["tasks"][0]["objective"] == "Fix the date parser"
+
+
+def test_telemetry_reader_reads_on_from_where_it_stopped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bosun.server.services.stats import TelemetryReader
+
+    target = tmp_path / "t.jsonl"
+    reader = TelemetryReader()
+    assert reader.events(str(target)) == []
+    target.write_text('{"event":"tool","tool":"a"}\n{"event":"tool","tool":"b"}\n{"event":"to')
+    assert [e["tool"] for e in reader.events(str(target))] == ["a", "b"]  # the torn line waits
+    with target.open("a") as fh:
+        fh.write('ol","tool":"c"}\n')
+    assert [e["tool"] for e in reader.events(str(target))] == ["a", "b", "c"]
+    monkeypatch.setattr(telemetry, "MAX_BYTES", 10)
+    telemetry.bind(True, target, tmp_path)
+    try:
+        telemetry.record_tool("d", 1.0, False)  # rotates: the live file becomes .1
+    finally:
+        telemetry.unbind()
+    assert [e["tool"] for e in reader.events(str(target))] == ["a", "b", "c", "d"]

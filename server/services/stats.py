@@ -44,27 +44,82 @@ def _thin(points: list[dict[str, Any]], limit: int = SERIES_POINTS) -> list[dict
 
 
 class TelemetryReader:
-    """The telemetry events, re-read only when a file of the sink changed (size, mtime or inode)."""
+    """The telemetry events: the live file is read on from where the last read stopped; everything is
+    re-read only after a rotation (the rotated files or the live file's inode changed)."""
 
     def __init__(self) -> None:
-        self._stamp: tuple[Any, ...] | None = None
+        self._rotated: tuple[Any, ...] | None = None
+        self._inode: int | None = None
+        self._offset = 0
         self._events: list[dict[str, Any]] = []
 
     def events(self, target: str | None) -> list[dict[str, Any]]:
         if not target:
             return []
-        files = telemetry.generations(target)
-        stamp: list[Any] = [target]
-        for f in files:
-            try:
-                st = f.stat()
-            except OSError:
-                continue
-            stamp.append((f.name, st.st_size, st.st_mtime_ns, st.st_ino))
-        if tuple(stamp) != self._stamp:
-            self._events = telemetry.read_events(target)
-            self._stamp = tuple(stamp)
+        live = Path(target)
+        rotated = []
+        for f in telemetry.generations(target):
+            if f != live:
+                try:
+                    st = f.stat()
+                except OSError:
+                    continue
+                rotated.append((f.name, st.st_ino, st.st_size))
+        try:
+            st = live.stat()
+            inode, size = st.st_ino, st.st_size
+        except OSError:
+            inode, size = None, 0
+        if tuple(rotated) != self._rotated or inode != self._inode or size < self._offset:
+            self._events = [e for f in telemetry.generations(target) if f != live
+                            for e in telemetry.read_events_of(f)]
+            self._rotated, self._inode, self._offset = tuple(rotated), inode, 0
+        if inode is not None and size > self._offset:
+            with live.open("rb") as fh:
+                fh.seek(self._offset)
+                chunk = fh.read(size - self._offset)
+            end = chunk.rfind(b"\n") + 1  # a line still being written is read next time
+            self._events.extend(telemetry.parse_lines(chunk[:end].decode("utf-8", errors="replace")))
+            self._offset += end
         return self._events
+
+
+LEDGER_KINDS = ("tool_result", "tool_failure", "dropped", "recalled", "file_read")
+
+
+class _TaskFold:
+    """One task's journal folded so far: its ledger, its savings timeline and its offloaded refs."""
+
+    def __init__(self) -> None:
+        self.version = 0
+        self.ledger = Ledger()
+        self.timeline: list[tuple[float, str, Any]] = []
+        self.largest: list[dict[str, Any]] = []
+
+    def add(self, task_id: str, ev: Any) -> None:
+        self.version = max(self.version, int(ev.seq))
+        if ev.kind not in LEDGER_KINDS:
+            return
+        p = ev.payload
+        self.ledger.add_event(ev.kind, p)
+        self.timeline.append((ev.created_at, ev.kind, p))
+        if ev.kind in ("tool_result", "tool_failure") and p.get("offloaded") and p.get("ref"):
+            self.largest.append({"ref": p["ref"], "tokens": int(p.get("tokens") or 0), "tool": p.get("tool"),
+                                 "kind": p.get("content_kind"), "task_id": task_id, "at": ev.created_at})
+            self.largest.sort(key=lambda r: -r["tokens"])
+            del self.largest[LARGEST_REFS:]
+
+
+def _savings_series(timeline: list[tuple[float, str, Any]]) -> list[dict[str, Any]]:
+    """Cumulative offloaded / credited / overhead / carried / net tokens over all tasks, in time order."""
+    running = Ledger()
+    series = []
+    for at, kind, payload in sorted(timeline, key=lambda item: item[0]):
+        running.add_event(kind, payload)
+        series.append({"t": round(at, 3), "offloaded": running.offloaded_tokens, "credited": running.credited_tokens,
+                       "overhead": running.overhead_tokens,
+                       "carried": running.stub_tokens + running.passed_through_tokens, "net": running.net_tokens})
+    return _thin(series)
 
 
 class StatsService:
@@ -74,6 +129,9 @@ class StatsService:
         self.engine = engine
         self.reader = TelemetryReader()
         self.sessions: dict[str, float] = {}  # client (session id, TCP peer) -> last seen (kept by the recorder)
+        self._folds: dict[str, _TaskFold] = {}  # per task, folded up to its version: a snapshot reads only new events
+        self._series_key: tuple[Any, ...] | None = None
+        self._series: list[dict[str, Any]] = []
 
     def telemetry_path(self) -> str | None:
         cfg = self.engine.config
@@ -114,6 +172,16 @@ class StatsService:
         return health
 
     # -- tasks and savings -------------------------------------------------------------------
+    async def _fold(self, task_id: str, version: int) -> _TaskFold:
+        """The task's ledger and savings timeline, folding only the journal events not seen yet."""
+        fold = self._folds.get(task_id)
+        if fold is None or fold.version > version:
+            fold = self._folds[task_id] = _TaskFold()
+        if fold.version < version:
+            for ev in await self.engine.tasks.events(task_id, fold.version):
+                fold.add(task_id, ev)
+        return fold
+
     async def _tasks_and_savings(self, tool_events: list[dict[str, Any]],
                                  task_limit: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         try:
@@ -125,37 +193,25 @@ class StatsService:
             if e.get("task"):
                 by_task[str(e["task"])].append(e)
         total = Ledger()
-        timeline: list[tuple[float, str, Any]] = []
         largest: list[dict[str, Any]] = []
         tasks = []
+        folds = []
         for row in rows:
             tid = row["task_id"]
-            journal = await self.engine.tasks.events(tid)
+            fold = await self._fold(tid, int(row["version"]))
+            folds.append(fold)
             state = await self.engine.tasks.get(tid)
-            ledger = Ledger()
-            for ev in journal:
-                ledger.add_event(ev.kind, ev.payload)
-                timeline.append((ev.created_at, ev.kind, ev.payload))
-                p = ev.payload
-                if ev.kind in ("tool_result", "tool_failure") and p.get("offloaded") and p.get("ref"):
-                    largest.append({"ref": p["ref"], "tokens": int(p.get("tokens") or 0), "tool": p.get("tool"),
-                                    "kind": p.get("content_kind"), "task_id": tid, "at": ev.created_at})
-            total.merge(ledger)
-            tasks.append(self._task(state, ledger, by_task.get(tid, [])))
-        timeline.sort(key=lambda item: item[0])
-        running = Ledger()
-        series = []
-        for at, kind, payload in timeline:
-            running.add_event(kind, payload)
-            if kind in ("tool_result", "tool_failure", "dropped", "recalled", "file_read"):
-                series.append({"t": round(at, 3), "offloaded": running.offloaded_tokens,
-                               "credited": running.credited_tokens, "overhead": running.overhead_tokens,
-                               "carried": running.stub_tokens + running.passed_through_tokens,
-                               "net": running.net_tokens})
+            total.merge(fold.ledger)
+            largest.extend(fold.largest)
+            tasks.append(self._task(state, fold.ledger, by_task.get(tid, [])))
+        key = tuple((row["task_id"], row["version"]) for row in rows)
+        if key != self._series_key:
+            self._series = _savings_series([item for fold in folds for item in fold.timeline])
+            self._series_key = key
         largest.sort(key=lambda r: -r["tokens"])
         overall = total.to_dict(self.engine.ledger.prices, self.engine.ledger.price_model)
         overall["tasks"] = len(rows)
-        return tasks, {"overall": overall, "series": _thin(series), "largest_refs": largest[:LARGEST_REFS]}
+        return tasks, {"overall": overall, "series": self._series, "largest_refs": largest[:LARGEST_REFS]}
 
     def _task(self, state: Any, ledger: Ledger, events: list[dict[str, Any]]) -> dict[str, Any]:
         led = ledger.to_dict(self.engine.ledger.prices, self.engine.ledger.price_model)

@@ -192,17 +192,23 @@ async function showOutline(ref) {
   box.textContent = res.ok ? `${body.ref} · ${fmt(body.total_lines)} lines · ${fmt(body.total_bytes)} bytes\n\n${body.text}` : body.error;
 }
 
-let pending = false;
+// at most one request in flight and one refresh per second: a busy fleet sends many change notices
+const MIN_GAP_MS = 1000;
+let inFlight = false, again = false, last = 0;
 async function refresh() {
-  if (pending) return;
-  pending = true;
+  if (inFlight) { again = true; return; }
+  const wait = last + MIN_GAP_MS - Date.now();
+  if (wait > 0) { again = true; setTimeout(() => { if (again && !inFlight) { again = false; refresh(); } }, wait); return; }
+  inFlight = true;
+  last = Date.now();
   try {
     const res = await fetch("/dashboard/api/stats", { credentials: "same-origin" });
     if (res.ok) render(await res.json());
   } catch (e) {
     $("live").textContent = "○ offline";
   } finally {
-    pending = false;
+    inFlight = false;
+    if (again) { again = false; setTimeout(refresh, MIN_GAP_MS); }
   }
 }
 
