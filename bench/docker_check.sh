@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The Docker sidecar built and run for real; prints one markdown table (and writes it to --out).
 #
-#   sudo bash bench/docker_check.sh [--cold] [--out bench/results/docker.md]
+#   sudo bash bench/docker_check.sh [--cold] [--worktree] [--out bench/results/docker.md]
 #
 # 1. A Docker engine: the running one, else (root only) `dockerd` started here and stopped at the end.
 # 2. The base image python:3.11-slim: present, else pulled, else (root only, Docker Hub unreachable) a
 #    stand-in built with debootstrap from Debian's packages and imported under that name (the table
 #    says which, and how the stand-in differs).
-# 3. The image, built with BuildKit (--cold: without the layer cache), then a source-only rebuild.
+# 3. The image, built with BuildKit from the committed tree (`git archive HEAD`; --worktree: the
+#    working tree as it is), --cold: without the layer cache; then a source-only rebuild.
 # 4. Runs: a named volume (health, real MCP calls with the token from an env file, restart, a new
 #    container, docker kill, docker stop time); a root-owned bind mount (must exit 2 with one line);
 #    the same folder chowned to 10001; a folder of another user with --user.
@@ -16,12 +17,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo="$PWD"
-out="" cold=0
+out="" cold=0 worktree=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
     --cold) cold=1; shift ;;
-    *) echo "usage: $0 [--cold] [--out FILE]" >&2; exit 2 ;;
+    --worktree) worktree=1; shift ;;
+    *) echo "usage: $0 [--cold] [--worktree] [--out FILE]" >&2; exit 2 ;;
   esac
 done
 port="${BOSUN_CHECK_PORT:-18790}"
@@ -105,16 +107,24 @@ row "base image size" "$(docker image inspect "$base" --format '{{.Size}}' | awk
 ca="${BOSUN_BUILD_CA:-${PIP_CERT:-}}"
 secret=()
 [ -n "$ca" ] && [ -s "$ca" ] && secret=(--secret "id=ca,src=$ca")
-say "building $image"
+context="$work/context"
+mkdir -p "$context"
+if [ "$worktree" = 1 ]; then
+  cp -r Dockerfile .dockerignore pyproject.toml constraints.txt README.md bosun core store server "$context/"
+  what="working tree"
+else
+  git archive HEAD | tar -x -C "$context"
+  what="commit $(git rev-parse --short HEAD)"
+fi
+say "building $image from the $what"
 t=$(now)
 nocache=()
 [ "$cold" = 1 ] && nocache=(--no-cache)
-build "${nocache[@]}" "${secret[@]}" --progress=plain -t "$image" . >"$work/build.log" 2>&1 \
+build "${nocache[@]}" "${secret[@]}" --progress=plain -t "$image" "$context" >"$work/build.log" 2>&1 \
   || { tail -30 "$work/build.log" >&2; exit 1; }
-row "build ($([ "$cold" = 1 ] && echo "cold, --no-cache" || echo "layer cache as found"))" "$(since "$t") s${secret:+ (pip CA bundle as a BuildKit secret)}"
-src="$work/context"
-mkdir -p "$src"
-cp -r Dockerfile .dockerignore pyproject.toml constraints.txt README.md bosun core store server "$src/"
+row "build of the $what ($([ "$cold" = 1 ] && echo "cold, --no-cache" || echo "layer cache as found"))" "$(since "$t") s${secret:+ (pip CA bundle as a BuildKit secret)}"
+src="$work/context-src"
+cp -r "$context" "$src"
 echo "# source-only change $(now)" >>"$src/server/__init__.py"
 t=$(now)
 build "${secret[@]}" --progress=plain -t bosun:check-src "$src" >"$work/build-src.log" 2>&1 \
@@ -162,9 +172,17 @@ t=$(now); run_vol
 read -r ready healthy <<<"$(wait_healthy bosun-check-vol "$t")" || true
 row "named volume: /healthz 200 / Docker healthy" "${ready} s / ${healthy} s after docker run"
 row "MCP calls with the token (write)" "$(mcp write || true)"
-code=$(python3 -c "import urllib.request, urllib.error
-try: print(urllib.request.urlopen(urllib.request.Request('$url', data=b'{}', headers={'Content-Type': 'application/json'}), timeout=5).status)
-except urllib.error.HTTPError as e: print(e.code)")
+code=$(python3 - "$url" <<'PY'
+import sys, urllib.error, urllib.request
+request = urllib.request.Request(sys.argv[1], data=b"{}", headers={"Content-Type": "application/json"})
+try:
+    print(urllib.request.urlopen(request, timeout=5).status)
+except urllib.error.HTTPError as exc:
+    print(exc.code)
+except OSError as exc:
+    print(f"no answer ({exc})")
+PY
+)
 row "MCP without the token" "HTTP $code"
 row "no dotfiles or caches written to the volume" "$(docker exec bosun-check-vol sh -c 'ls -A /data | tr "\n" " "')"
 t=$(now); docker stop bosun-check-vol >/dev/null
