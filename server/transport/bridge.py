@@ -7,6 +7,10 @@ one stdout line, and never writes anything else to stdout. If the daemon is
 not running it starts one (a file lock makes simultaneous starts produce
 one daemon); if the daemon restarts mid-session, the relay replays the
 session's ``initialize`` so the host never notices.
+
+Every ``tools/call`` gets an idempotency key (``params._meta["bosun/idempotency_key"]``, unless
+the host sent one) before its first post; a re-send after a restart carries the same key, so
+the daemon answers it from its record instead of applying it twice (issue 13).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -30,6 +35,7 @@ from urllib.parse import urlsplit
 from bosun.server.transport.daemon_file import LOCK_FILE, LOG_FILE, health_url, pid_alive, read_daemon_file
 
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
+IDEMPOTENCY_META_KEY = "bosun/idempotency_key"  # server/idempotency.py reads it
 NAME_BEARING_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _HEADER_SAFE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
 _B64_SENTINEL = re.compile(r"=\?base64\?[A-Za-z0-9+/=]*\?=")
@@ -193,7 +199,10 @@ class Relay:
             self.session_id = sid
         ctype = (resp.getheader("Content-Type") or "").lower()
         if ctype.startswith("text/event-stream"):
-            self._relay_sse(resp, msg, emit)
+            if not self._relay_sse(resp, msg, emit) and _expects_answer(msg):
+                conn.close()  # the stream ended before the answer: the daemon went away mid-call
+                self.local.conn = None
+                raise http.client.IncompleteRead(b"")
         else:
             data = resp.read()
             if resp.status >= 400 and resp.status != 404:
@@ -204,8 +213,10 @@ class Relay:
                     self._write(data)
         return resp.status
 
-    def _relay_sse(self, resp: http.client.HTTPResponse, msg: Any, emit: bool) -> None:
+    def _relay_sse(self, resp: http.client.HTTPResponse, msg: Any, emit: bool) -> bool:
+        """Relay the stream's messages; True once the answer to ``msg`` (its result or error) went by."""
         data_lines: list[bytes] = []
+        answered = False
         while True:
             line = resp.readline()
             if not line:
@@ -217,13 +228,18 @@ class Relay:
                     data_lines = []
                     if payload.strip():
                         self._note_init(msg, payload)
+                        answered = answered or _is_answer(msg, payload)
                         if emit:
                             self._write(payload)
                 continue
             if line.startswith(b"data:"):
                 data_lines.append(line[5:].lstrip(b" "))
-        if data_lines and emit:
-            self._write(b"\n".join(data_lines))
+        if data_lines:
+            payload = b"\n".join(data_lines)
+            answered = answered or _is_answer(msg, payload)
+            if emit:
+                self._write(payload)
+        return answered
 
     def _note_init(self, msg: Any, payload: bytes) -> None:
         if isinstance(msg, dict) and msg.get("method") == "initialize":
@@ -239,10 +255,21 @@ class Relay:
             parsed = json.loads(data)
         except ValueError:
             parsed = None
-        if isinstance(parsed, dict) and "error" in parsed and isinstance(msg, dict) and "id" in msg:
-            parsed["id"] = msg["id"]
-            self._write(json.dumps(parsed).encode())
-            return
+        if isinstance(parsed, dict) and isinstance(msg, dict) and msg.get("id") is not None:
+            error = parsed.get("error")
+            if isinstance(error, dict):  # already a JSON-RPC error
+                parsed["id"] = msg["id"]
+                self._write(json.dumps(parsed).encode())
+                return
+            if isinstance(error, str) and msg.get("method") == "tools/call":
+                # the daemon's guard refused the request (413, 400): a tool error the model can read,
+                # the same shape stdio gives for an oversized argument
+                result = {"content": [{"type": "text", "text": f"bosun: {error}"}], "isError": True}
+                self._write(json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode())
+                return
+            if isinstance(error, str):
+                self._error(msg, -32600, f"bosun daemon answered HTTP {status}: {error}")
+                return
         text = data.decode(errors="replace")[:300]
         self._error(msg, -32000, f"bosun daemon answered HTTP {status}: {text}")
 
@@ -275,7 +302,11 @@ class Relay:
 
     # -- messages --------------------------------------------------------------------------
     def handle(self, msg: dict[str, Any] | list[Any]) -> None:
-        """Forward one message; on a lost daemon or session, restart and replay, then retry once."""
+        """Forward one message; on a lost daemon or session, restart and replay, then retry once.
+
+        A tools/call is keyed first (``with_idempotency_key``): the retry re-sends the same key."""
+        if isinstance(msg, dict):
+            msg = with_idempotency_key(msg)
         is_init = isinstance(msg, dict) and msg.get("method") in ("initialize", "notifications/initialized")
         if self.tool_filter and isinstance(msg, dict) and msg.get("method") == "tools/list":
             self.list_ids.add(msg.get("id"))
@@ -316,6 +347,34 @@ class Relay:
                 conn.getresponse().read()
             except (OSError, http.client.HTTPException):
                 pass
+
+
+def with_idempotency_key(msg: dict[str, Any]) -> dict[str, Any]:
+    """``msg`` with an idempotency key in ``params._meta`` if it is a tools/call without one."""
+    params = msg.get("params")
+    if msg.get("method") != "tools/call" or "id" not in msg or not isinstance(params, dict):
+        return msg
+    meta = params.get("_meta")
+    if meta is not None and not isinstance(meta, dict):
+        return msg  # malformed: the daemon names the problem
+    if meta is not None and IDEMPOTENCY_META_KEY in meta:
+        return msg  # the host's own key wins
+    keyed = {**(meta or {}), IDEMPOTENCY_META_KEY: uuid.uuid4().hex}
+    return {**msg, "params": {**params, "_meta": keyed}}
+
+
+def _expects_answer(msg: Any) -> bool:
+    return isinstance(msg, dict) and msg.get("id") is not None and "method" in msg
+
+
+def _is_answer(msg: Any, payload: bytes) -> bool:
+    if not isinstance(msg, dict) or msg.get("id") is None:
+        return False
+    try:
+        parsed = json.loads(payload)
+    except ValueError:
+        return False
+    return isinstance(parsed, dict) and parsed.get("id") == msg["id"] and ("result" in parsed or "error" in parsed)
 
 
 def run_bridge(home: Path, extra_args: list[str]) -> int:

@@ -3,19 +3,56 @@
 ``daemon.json``: ``{"url", "pid", "token", "started_at", "version"}``, written
 atomically with mode 0600 (it may carry the bearer token). ``bosun stdio`` and
 the Claude Code hook read it; both must stay light (stdlib only).
+
+``serve.lock`` makes one daemon per BOSUN_HOME: the serving process holds an exclusive
+``flock`` on it for its whole life (the kernel drops it when the process dies, even on
+SIGKILL, so a crash never leaves a stale lock) and writes its pid in it. ``daemon.lock`` is
+the bridges' lock around starting a daemon; it is held while the new daemon starts, so the
+daemon cannot take that one.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 DAEMON_FILE = "daemon.json"
 LOCK_FILE = "daemon.lock"
+SERVE_LOCK_FILE = "serve.lock"
 LOG_FILE = "daemon.log"
+
+
+class DaemonRunning(RuntimeError):
+    """Another daemon serves this BOSUN_HOME; the message names its pid and URL."""
+
+
+def hold_serve_lock(home: Path) -> TextIO:
+    """Take this home's daemon lock for the life of the process (keep the returned file open).
+
+    Raises ``DaemonRunning`` naming the pid and URL of the daemon that holds it; nothing is
+    written then, so its ``daemon.json`` stays as it is."""
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    fh = os.fdopen(os.open(home / SERVE_LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600), "r+")
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = fh.read().strip()
+        fh.close()
+        data = read_daemon_file(home) or {}
+        pid = holder or str(data.get("pid", "unknown"))
+        url = data.get("url") if str(data.get("pid")) == pid else None
+        where = f"at {url}" if url else "(still starting; its URL is not written yet)"
+        raise DaemonRunning(f"another bosun daemon already serves {home}: pid {pid} {where}; "
+                            "use it (bosun stdio attaches to it), stop it first, or choose another --home") from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(str(os.getpid()))
+    fh.flush()
+    return fh
 
 
 def daemon_file(home: Path) -> Path:

@@ -16,6 +16,7 @@ Refusals are short JSON bodies, never a traceback.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 from urllib.parse import urlsplit
@@ -33,14 +34,12 @@ _STEP[[ord("["), ord("{")]] = 1
 _STEP[[ord("]"), ord("}")]] = -1
 
 
-def json_depth(body: bytes) -> int:
-    """The deepest bracket nesting of a JSON text, brackets inside strings skipped.
+def _structure(body: bytes) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Positions of the real (unescaped) quotes, and of the brackets outside strings with their +1/-1 moves.
 
     Vectorised over the positions of quotes, backslashes and brackets only (no recursion, no regex):
     a quote counts unless an odd run of backslashes precedes it, and a bracket after an odd number
     of counted quotes is inside a string."""
-    if b"[" not in body and b"{" not in body:
-        return 0
     data = np.frombuffer(body, dtype=np.uint8)
     folded = data | 0x20  # '[' -> '{' and ']' -> '}': one comparison each (no other byte folds onto them)
     brackets = np.flatnonzero((folded == 0x7B) | (folded == 0x7D))
@@ -57,8 +56,38 @@ def json_depth(body: bytes) -> int:
         run = np.where(ends_here, j_ok - run_start[j_ok] + 1, 0)
         quotes = quotes[run % 2 == 0]
     inside = np.searchsorted(quotes, brackets) % 2 == 1  # an odd number of real quotes before it
-    moves = _STEP[data[brackets[~inside]]].astype(np.int64)
+    outside = brackets[~inside]
+    return quotes, outside, _STEP[data[outside]].astype(np.int64)
+
+
+def json_depth(body: bytes) -> int:
+    """The deepest bracket nesting of a JSON text, brackets inside strings skipped."""
+    if b"[" not in body and b"{" not in body:
+        return 0
+    _, _, moves = _structure(body)
     return int(np.cumsum(moves).max(initial=0))
+
+
+_ID_KEY = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
+
+
+def top_level_id(body: bytes) -> Any:
+    """The ``id`` member of a JSON-RPC message too deep to parse (None if there is none or it is unclear).
+
+    Lets a transport answer a refused request by its id instead of leaving the caller waiting."""
+    quotes, brackets, moves = _structure(body)
+    depth_after = np.cumsum(moves)
+    for match in _ID_KEY.finditer(body):
+        at = match.start()
+        if np.searchsorted(quotes, at) % 2 == 1:  # this quote closes a string: "id" is text, not a key
+            continue
+        before = int(np.searchsorted(brackets, at))
+        if before and int(depth_after[before - 1]) == 1:
+            try:
+                return json.loads(match.group(1))
+            except ValueError:
+                return None
+    return None
 
 
 def _host_name(value: str) -> str:
@@ -97,7 +126,7 @@ class HttpGuard:
         limit = self.route_body if scope.get("path") == "/v1/route" else self.max_body
         declared = headers.get(b"content-length", b"")
         if declared.isdigit() and int(declared) > limit:
-            await _refuse(send, 413, f"body is {int(declared):,} bytes; the limit is {limit:,}")
+            await _refuse(send, 413, _too_large(f"is {int(declared):,} bytes", limit))
             return
         chunks: list[bytes] = []
         size = 0
@@ -108,7 +137,7 @@ class HttpGuard:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > limit:
-                await _refuse(send, 413, f"body is over the limit of {limit:,} bytes")
+                await _refuse(send, 413, _too_large("is over that", limit))
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -146,6 +175,13 @@ def _replay(body: bytes, receive: Any) -> Callable[[], Awaitable[dict[str, Any]]
         return dict(await receive())
 
     return replay
+
+
+def _too_large(size: str, limit: int) -> str:
+    """The 413 text: which limit, where it comes from, what to do (the bridge shows it to the model)."""
+    return (f"request body {size}; the limit is {limit:,} bytes (BOSUN_MAX_PAYLOAD_BYTES per payload, "
+            "JSON-escaped, plus the envelope): a payload argument (observe's result, select_context's "
+            "candidates, audit's chunks) is too large; send less, or raise BOSUN_MAX_PAYLOAD_BYTES")
 
 
 async def _refuse(send: Any, status: int, message: str) -> None:

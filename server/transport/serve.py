@@ -27,8 +27,14 @@ import bosun
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.transport.daemon_file import remove_daemon_file, write_daemon_file
+from bosun.server.transport.daemon_file import (
+    DaemonRunning,
+    hold_serve_lock,
+    remove_daemon_file,
+    write_daemon_file,
+)
 from bosun.server.transport.http_guard import HttpGuard
+from bosun.server.transport.stdio import run_stdio
 from bosun.store.private import tighten_home
 
 log = logging.getLogger("bosun.serve")
@@ -37,6 +43,13 @@ Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 PUBLIC_PATHS = ("/healthz",)
 DEFAULT_MAX_BODY = 33 * 1024 * 1024  # two default-size payloads JSON-escaped, plus the envelope
+
+
+def body_limit(max_payload_bytes: int) -> int:
+    """The one HTTP body limit, from BOSUN_MAX_PAYLOAD_BYTES: a payload JSON-escaped (text escapes to
+    at most ~2x; observe names the field when the payload itself is over) plus 1 MiB of envelope.
+    Both the guard and the SDK's own body limit (4 MiB by default) get it."""
+    return 2 * max_payload_bytes + (1 << 20)
 
 
 class ServeError(RuntimeError):
@@ -93,7 +106,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def http_app(mcp: MCPServer[Any], host: str, token: str | None, max_body: int = DEFAULT_MAX_BODY) -> Any:
+def http_app(mcp: MCPServer[Any], host: str, token: str | None, max_body: int = DEFAULT_MAX_BODY,
+             session_idle_timeout_s: float | None = None, max_sessions: int | None = None) -> Any:
     """The Starlette app behind every HTTP route, with the same Host/Origin/body rules (and token) for all."""
     if not is_loopback(host) and not token:
         raise ServeError(f"binding to {host} exposes bosun beyond this machine: set BOSUN_TOKEN (a bearer token)")
@@ -101,7 +115,12 @@ def http_app(mcp: MCPServer[Any], host: str, token: str | None, max_body: int = 
     if not is_loopback(host):
         # bearer auth protects a non-loopback bind; Host-header allowlists would break sidecar names
         security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    app = mcp.streamable_http_app(host=host, transport_security=security)
+    sessions: dict[str, Any] = {}
+    if session_idle_timeout_s is not None:
+        sessions["session_idle_timeout"] = session_idle_timeout_s
+    if max_sessions is not None:
+        sessions["max_sessions"] = max_sessions
+    app = mcp.streamable_http_app(host=host, transport_security=security, max_request_body_size=max_body, **sessions)
     guarded = HttpGuard(app, loopback=is_loopback(host), max_body=max_body)
     return BearerAuth(guarded, token) if token else guarded
 
@@ -115,12 +134,26 @@ async def serve(
     write_daemon: bool = True,
 ) -> None:
     """Serve until stopped: SIGTERM/SIGINT, or stdin EOF when stdio is on."""
-    engine = engine or Engine(config)
+    lock = None
+    if http and write_daemon:  # one daemon per home: refuse before anything is written
+        try:
+            lock = hold_serve_lock(config.home)
+        except DaemonRunning as exc:
+            raise ServeError(str(exc)) from exc
+    try:
+        await _serve(config, http, stdio, engine or Engine(config), write_daemon)
+    finally:
+        if lock is not None:
+            lock.close()  # the kernel would drop it at exit anyway; closing says we are done
+
+
+async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_daemon: bool) -> None:
     tighten_home(config.home)  # 0700, and 0600 for the log and lock files a bridge created before us
     mcp = create_server(engine)
     stop = anyio.Event()
     if http:  # fail before anything starts: a clear ServeError, not a task-group traceback
-        app = http_app(mcp, config.host, config.token, 2 * config.max_payload_bytes + (1 << 20))
+        app = http_app(mcp, config.host, config.token, body_limit(config.max_payload_bytes),
+                       config.session_idle_timeout_s, config.max_sessions)
         sock = bind_socket(config.host, config.port)
         url = f"http://{_url_host(config.host)}:{sock.getsockname()[1]}/mcp"
     async with anyio.create_task_group() as tg:
@@ -152,7 +185,7 @@ async def serve(
             log.warning("bosun %s serving %s (home %s)", bosun.__version__, url, config.home)
         try:
             if stdio:
-                await mcp.run_stdio_async()  # returns when the host closes stdin
+                await run_stdio(mcp)  # the SDK's stdio with the nesting rule; returns when the host closes stdin
                 _divert_stdout()
                 stop.set()
             else:
