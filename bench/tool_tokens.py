@@ -18,10 +18,9 @@ from typing import Any
 
 def listed_tools(wanted: list[str] | None = None) -> list[dict[str, Any]]:
     """The tools as ``tools/list`` sends them (JSON-ready dicts)."""
-    from bosun.server.surface import build_tools
-    from bosun.server.tools import TOOL_MODULES
+    from bosun.server.app import listed_tools as server_tools
 
-    tools = build_tools([fn for module in TOOL_MODULES for fn in module.TOOLS], wanted or ())
+    tools = server_tools(wanted or [])  # the very function create_server lists with (dispatch mode included)
     listed = []
     for t in tools:
         item: dict[str, Any] = {"name": t.name, "description": t.description, "inputSchema": t.parameters}
