@@ -79,6 +79,9 @@ class Config:
     prune_threshold_tokens: int = 40_000  # BOSUN_PRUNE_THRESHOLD_TOKENS: known context above this -> trim advice
     overhead_mode: str = "auto"  # BOSUN_OVERHEAD_MODE: auto | bystander | light | standard | full
     project: str = "default"  # BOSUN_PROJECT: project id for project-scoped memory (a task may name its own)
+    # capture without asking (issue 24): bosun run and the harness hooks start the daemon when none answers
+    hook_start: bool = True  # BOSUN_HOOK_START: on | off (also 1 | 0): the UserPromptSubmit hook may start the daemon
+    run_start: bool = True  # BOSUN_RUN_START: on | off (also 1 | 0): bosun run may start the daemon
 
     @property
     def db_path(self) -> Path:
@@ -133,6 +136,8 @@ class Config:
             "overhead_mode": read.choice("BOSUN_OVERHEAD_MODE", "auto",
                                          ("auto", "bystander", "light", "standard", "full")),
             "project": read.text("BOSUN_PROJECT", "default"),
+            "hook_start": read.choice("BOSUN_HOOK_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
+            "run_start": read.choice("BOSUN_RUN_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
         }
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)
