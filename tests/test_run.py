@@ -163,3 +163,13 @@ async def test_observe_spool_journals_the_command_and_keeps_an_oversized_spool(h
                 await engine.observe.observe_spool(None, "sess", "make", bad, 0)
     finally:
         await engine.close()
+
+
+def test_config_reads_the_start_switches() -> None:
+    assert Config.from_env({}).run_start is True and Config.from_env({}).hook_start is True
+    off = Config.from_env({"BOSUN_RUN_START": "0", "BOSUN_HOOK_START": "off"})
+    assert off.run_start is False and off.hook_start is False
+    from bosun.server.config import ConfigError
+
+    with pytest.raises(ConfigError, match="BOSUN_RUN_START"):
+        Config.from_env({"BOSUN_RUN_START": "maybe"})

@@ -221,6 +221,14 @@ def _warming(started: float) -> int:
     return 0
 
 
+def _start_allowed(args: argparse.Namespace) -> bool:
+    """BOSUN_HOOK_START (Config.hook_start); a bad value is read as on, since a hook never fails a prompt."""
+    try:
+        return bool(config_of(args).hook_start)
+    except Exception:
+        return True
+
+
 def _ask(home: Path, prompt: str, timeout: float) -> tuple[int, bytes]:
     url, token = _daemon(home)
     return post_json(url, {"prompt": prompt}, token, timeout)
@@ -251,7 +259,7 @@ def run(args: argparse.Namespace) -> int:
         _record_failure("timeout", started)
         return 0
     except (OSError, ValueError, KeyError, TypeError):  # no daemon file, or nothing listening: start one
-        if os.environ.get("BOSUN_HOOK_START", "1").strip() == "0":
+        if not _start_allowed(args):
             _record_failure("daemon", started)
             return 0
         try:

@@ -52,10 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("cmd", nargs=argparse.REMAINDER, help="-- the command and its arguments")
 
 
-def home_of(args: argparse.Namespace) -> Path:
-    """$BOSUN_HOME without parsing the whole configuration (this process must start fast)."""
-    given = getattr(args, "home", None) or os.environ.get("BOSUN_HOME", "").strip() or "~/.bosun"
-    return Path(given).expanduser()
+def settings(args: argparse.Namespace) -> tuple[Path, bool]:
+    """BOSUN_HOME (or --home) and whether a daemon may be started (BOSUN_RUN_START, --no-start)."""
+    from bosun.server.commands import config_of
+
+    config = config_of(args)
+    return config.home, config.run_start and not args.no_start
 
 
 def open_spool(home: Path) -> tuple[str, int]:
@@ -187,7 +189,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     if args.shell:
         cmd = ["/bin/sh", "-c", " ".join(cmd)]
-    home = home_of(args)
+    try:
+        home, may_start = settings(args)
+    except Exception as exc:  # a bad BOSUN_* value: say so, and still run the command
+        print(f"bosun run: {exc}; running the command directly", file=sys.stderr)
+        return exit_like(subprocess.call(cmd))
     try:
         name, spool_fd = open_spool(home)
     except OSError as exc:  # no spool, no bosun: the command still runs, untouched
@@ -212,8 +218,7 @@ def run(args: argparse.Namespace) -> int:
             "command": shown, "spool": name, "exit_code": code if code >= 0 else 128 - code,
             "intent": args.intent, "mode": args.mode}
     try:
-        start = not args.no_start and os.environ.get("BOSUN_RUN_START", "1").strip() != "0"
-        answer = daemon_observe(home, body, start)
+        answer = daemon_observe(home, body, may_start)
     except (DaemonError, OSError, ValueError) as exc:  # the output is never lost: print it, keep the spool
         copy_out(path, FALLBACK_PRINT_BYTES)
         print(f"bosun run: not recorded ({exc}); the output stays in {path}", file=sys.stderr)
