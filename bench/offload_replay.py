@@ -83,6 +83,7 @@ class Need:
     text: str
     line_no: int = 0
     where: str = "missed"  # stub | recall | missed
+    previous: bool = False  # it came from the output right before the command that used it
 
 
 @dataclass
@@ -252,6 +253,8 @@ async def replay_run(
             for nd, src in wanted:
                 if any(by_output[i].full for i in src):
                     continue  # still in the prompt in full: no cost, not an offload question
+                if src[-1] == j - 1:  # from the output just before: did observe's answer already hold it?
+                    nd.previous = True
                 if any(nd.text in it.text for it in items if not it.full and it.segments[-1][1] > 0):
                     nd.where = "stub"
                 else:
@@ -494,6 +497,7 @@ async def main() -> None:
     mcp_losses = [r for r in results if r.net_mcp < 0]
     needs = [nd for r in results for nd in r.needs]
     where = {w: sum(1 for nd in needs if nd.where == w) for w in ("stub", "recall", "missed")}
+    prev = [nd for nd in needs if nd.previous]
     table = payload_table(runs, args.mode)
 
     lines = [
@@ -536,6 +540,11 @@ async def main() -> None:
         f"{len(needs)} needs: {where['stub']} in a stub or digest ({where['stub'] / max(len(needs), 1):.1%}), "
         f"{where['recall']} one recall away ({where['recall'] / max(len(needs), 1):.1%}), "
         f"{where['missed']} missed ({where['missed'] / max(len(needs), 1):.1%}).",
+        "",
+        f"Needed next (from the output right before the command that used it): {len(prev)} needs, "
+        f"{sum(nd.where == 'stub' for nd in prev)} already in observe's answer "
+        f"({sum(nd.where == 'stub' for nd in prev) / max(len(prev), 1):.1%}), "
+        f"{sum(nd.where == 'recall' for nd in prev)} one recall away.",
         "",
         "| previous command | source kind | next command | needs (kind, text, found in) |",
         "|---|---|---|---|",
