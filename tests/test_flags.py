@@ -130,3 +130,35 @@ async def test_tests_passed_still_comes_from_an_observed_test_run(client: Client
     assert _sc(await client.call_tool("precheck", commit))["verdict"] == "allow"
     flags = _sc(await _plan(client, mode="resume", task_id=tid))["resume"]["flags"]
     assert flags["tests_passed"]["source"] == "observe" and flags["tests_passed"]["value"] is True
+
+
+def test_a_person_sets_and_clears_a_flag_from_the_shell(home: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import argparse
+    import asyncio
+    import json
+
+    from bosun.core.embedding import HashEmbedder
+    from bosun.server.commands import flag as cmd
+
+    async def start() -> str:
+        engine = Engine(Config.from_env(home=home, policies=[]), embedder_factory=lambda _c: HashEmbedder(64))
+        await engine.open()
+        try:
+            return (await engine.tasks.start("ship it")).task_id
+        finally:
+            await engine.close()
+
+    def run(*argv: str) -> int:
+        parser = argparse.ArgumentParser()
+        cmd.add_arguments(parser)
+        return cmd.run(parser.parse_args([*argv, "--home", str(home)]))
+
+    tid = asyncio.run(start())
+    assert run("set", tid, "review_approved", "--why", "PR #12 approved", "--by", "alice") == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["flags"]["review_approved"]["by"] == "alice" and out["flags"]["review_approved"]["value"] is True
+    assert run("set", tid, "review_approved") == 1 and "why: is required" in capsys.readouterr().err
+    assert run("set", tid, "tests_passed", "--why", "x") == 1 and "from evidence" in capsys.readouterr().err
+    assert run("clear", tid, "review_approved", "--why", "new commits", "--by", "bob") == 0
+    assert "review_approved" not in json.loads(capsys.readouterr().out)["flags"]
+    assert run("list", tid) == 0

@@ -32,13 +32,16 @@ def check_tool_name(tool: Any) -> str:
 
 def evaluate(tool: str, args: Any, state: TaskState, rules: RuleSet, guard: LoopGuard, seal: str | None = None,
              invariants_error: str | None = None, guard_args: Any = None, spent_tokens: int | None = None,
-             usd_per_mtok: float | None = None) -> dict[str, Any]:
+             usd_per_mtok: float | None = None, context_tokens: int | None = None,
+             prune_threshold: int | None = None) -> dict[str, Any]:
     """The verdict for calling ``tool(args)`` now in ``state`` (``guard`` already caught up).
 
     ``guard_args`` are the args as observe journals them (secrets redacted), so the loop
     guard's call identity matches the journal's ``args_hash``; invariants see ``args``.
     ``spent_tokens`` come from the observe ledger (default: the state's consumed tokens);
-    ``usd_per_mtok`` prices them when the budget names no price.
+    ``usd_per_mtok`` prices them when the budget names no price. ``context_tokens`` (the known
+    context: measured + declared, see core/task/pressure.py) over ``prune_threshold``
+    (BOSUN_PRUNE_THRESHOLD_TOKENS) is a warning to trim before the call adds more.
     """
     hits = rules.evaluate(tool, args, state.flags, state.completed)
     budget = parse_budget({k: v for k, v in state.budget.items() if k in BUDGET_KEYS})
@@ -50,22 +53,32 @@ def evaluate(tool: str, args: Any, state: TaskState, rules: RuleSet, guard: Loop
         money = check_budget(budget, spent, cost)
     key_args = args if guard_args is None else guard_args
     findings = guard.check(tool, key_args, remember=True)
-    return decide(hits, money, findings, state, seal, invariants_error)
+    pressure = None
+    if context_tokens is not None and prune_threshold is not None and context_tokens > prune_threshold:
+        over = context_tokens - prune_threshold
+        pressure = {"source": "pressure", "id": "prune_threshold", "verdict": "warn",
+                    "reason": f"the context holds ~{context_tokens:,} known tokens, over the prune threshold of "
+                              f"{prune_threshold:,}",
+                    "required_action": f"trim first: checkpoint(mode='trim', target_tokens={over}), then drop the "
+                                       "listed refs (nothing is deleted; recall brings any back)"}
+    return decide(hits, money, findings, state, seal, invariants_error, pressure)
 
 
 def decide(hits: list[Hit], money: BudgetVerdict | None, findings: list[Finding], state: TaskState, seal: str | None,
-           invariants_error: str | None = None) -> dict[str, Any]:
+           invariants_error: str | None = None, pressure: dict[str, Any] | None = None) -> dict[str, Any]:
     """Combine the checks in their order: the first block wins; else a duplicate's suggestion; else warnings."""
     ordered: list[dict[str, Any]] = [h.to_dict() for h in hits]
     if money is not None and money.verdict != "allow":
         ordered.append(money.to_dict())
+    if pressure is not None:
+        ordered.append(pressure)
     for f in findings:
         item = f.to_dict()
         item["source"] = "loop" if f.pattern != "duplicate" else "duplicate"
         item["id"] = f.pattern
         ordered.append(item)
     # the order of sources is the order of the checks; duplicates come last
-    rank = {"invariant": 0, "budget": 1, "loop": 2, "duplicate": 3}
+    rank = {"invariant": 0, "budget": 1, "pressure": 2, "loop": 3, "duplicate": 4}
     ordered.sort(key=lambda d: rank[d["source"]])
     decisive = (next((d for d in ordered if d["verdict"] == "block"), None)
                 or next((d for d in ordered if d["verdict"] == "suggest_alternative"), None)

@@ -16,9 +16,10 @@ standard   yes       from 500 tokens (``cache_ttl``)        calls that write or 
 full       yes       from 250 tokens (``aggressive``)       every call
 =========  ========  =====================================  =================================
 
-``auto`` (the default) starts as bystander and moves to the mode with the best net so far
-(``choose``): each mode's savings are counted on the outputs the task has actually produced,
-and a mode is only chosen once they exceed what it costs (no fitted size thresholds).
+``auto`` (the default) starts as bystander and moves to the mode that would have carried the
+fewest tokens had the task run in it from the start (``choose``, follow the leader): each mode's
+savings and costs are counted on the outputs the task actually produced, so a mode is only
+chosen once it has paid for itself on this task (no fitted size thresholds).
 """
 
 from __future__ import annotations
@@ -80,17 +81,28 @@ def effective(state_flags: Mapping[str, Any], default: str = AUTO) -> OverheadMo
 
 @dataclass
 class Costs:
-    """What each mode would have cost and saved on a task so far (tokens), folded call by call."""
+    """What each mode would have cost and saved on a task so far, had it run in that mode from the start.
 
-    saved: dict[str, int]  # offload + duplicate savings per mode
-    spent: dict[str, int]  # stubs are in ``saved`` as a net; this is manifests and agent prechecks
+    Per prompt, a mode saves what its offloads and duplicate verdicts kept out of the context so far
+    and pays its manifest and the prechecks made so far (they stay in every later prompt).
+    ``carried`` sums that balance over the prompts seen: the figure ``choose`` compares.
+    """
+
+    saved: dict[str, int]  # per prompt: tokens kept out so far (offloaded result minus stub, spared repeats)
+    spent: dict[str, int]  # per prompt: manifest + precheck requests and answers so far
+    carried: dict[str, int]  # summed over the prompts so far
 
     @classmethod
     def empty(cls) -> Costs:
-        return cls({m: 0 for m in MODES}, {m: 0 for m in MODES})
+        return cls({m: 0 for m in MODES}, {m: 0 for m in MODES}, {m: 0 for m in MODES})
 
     def net(self, mode: str) -> int:
-        return self.saved[mode] - self.spent[mode]
+        return self.carried[mode]
+
+    def next_prompt(self) -> None:
+        """One more prompt holds everything so far."""
+        for m in MODES:
+            self.carried[m] += self.saved[m] - self.spent[m]
 
 
 def add_call(costs: Costs, offload_saving: Mapping[str, int], precheck_tokens: int, runs: bool,
@@ -106,14 +118,15 @@ def add_call(costs: Costs, offload_saving: Mapping[str, int], precheck_tokens: i
 
 
 def add_manifest(costs: Costs, manifest_tokens: int) -> None:
-    """A manifest issued (start, or a plan change): paid by every mode that carries one."""
+    """The manifest (issued at start): carried in every prompt by the modes that carry one."""
     for name, mode in MODES.items():
         if mode.manifest:
             costs.spent[name] += manifest_tokens
 
 
 def choose(costs: Costs, current: str = "bystander") -> str:
-    """The mode with the best net so far; the current one is kept on a tie, then the lighter one."""
+    """The mode that would have carried the fewest tokens so far (follow the leader); the current one
+    is kept on a tie, then the lighter one. Nothing is fitted: the task's own outputs decide."""
     best = current
     for name in ORDER:
         if costs.net(name) > costs.net(best):

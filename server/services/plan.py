@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -224,10 +225,29 @@ def resume_view(state: TaskState) -> dict[str, Any]:
     }
 
 
-async def status_view(ledger: LedgerService, state: TaskState) -> dict[str, Any]:
+def prune_view(known: int, threshold: int, idle_s: float, ttl_s: float) -> dict[str, Any]:
+    """The OSIRIS settings at work: is the context over the prune threshold, is the prompt cache alive?
+
+    Past the TTL the provider's prefix cache is gone, so a compaction that reaches into history costs
+    no re-fill; while it lives, trim the working zone only.
+    """
+    alive = idle_s <= ttl_s
+    out: dict[str, Any] = {"threshold_tokens": threshold, "known_tokens": known,
+                           "over_by": max(0, known - threshold),
+                           "cache": {"ttl_s": ttl_s, "idle_s": round(idle_s, 1), "alive": alive}}
+    if known > threshold:
+        out["action"] = (f"checkpoint(mode='trim', target_tokens={known - threshold})"
+                         + ("" if alive else " (cache expired: history may go too, at no re-fill cost)"))
+    return out
+
+
+async def status_view(ledger: LedgerService, state: TaskState, threshold: int = 40_000,
+                      ttl_s: float = 300.0) -> dict[str, Any]:
     manifest = build_manifest(state)
+    press = pressure(state, estimate_tokens(manifest))
     out = {
-        "pressure": pressure(state, estimate_tokens(manifest)),
+        "pressure": press,
+        "prune": prune_view(press["total"]["known"], threshold, max(0.0, time.time() - state.updated_at), ttl_s),
         "budget": {"declared": state.budget, "consumed_tokens": state.consumed_tokens,
                    "status": budget_status(state)},
         "plan": {"completed": len(state.completed), "active": state.active, "remaining": len(state.remaining),
@@ -400,14 +420,14 @@ class PlanService:
                 out["resume"]["shared_memory"] = await self.shared_memory(before, agent)
             return out
         out = _base(before, drift)
-        out.update(await status_view(self.ledger, before))
+        out.update(await status_view(self.ledger, before, self.prune_threshold, self.cache_ttl_s))
         return out
 
     async def status(self, task_id: str) -> dict[str, Any]:
         """The status resource: pressure by zone, budget, plan progress, the zone hashes, the ledger."""
         state = await self.tasks.get(task_id)
         body = {"task_id": state.task_id, "version": state.version, "status": state.status, "seal": state.seal}
-        body.update(await status_view(self.ledger, state))
+        body.update(await status_view(self.ledger, state, self.prune_threshold, self.cache_ttl_s))
         return body
 
     async def resume_prompt(self, task_id: str) -> str:

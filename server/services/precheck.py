@@ -30,6 +30,8 @@ from bosun.core.guard.precheck import check_tool_name, evaluate
 from bosun.core.redact import Redactor, redact_value
 from bosun.core.task.budget import context_tokens
 from bosun.core.task.ledger import Ledger
+from bosun.core.task.manifest import FIT_TOKENS as MANIFEST_TOKENS
+from bosun.core.task.pressure import pressure
 from bosun.core.task.replay import apply_event
 from bosun.core.task.state import TaskState
 from bosun.server.services.ledger import LedgerService
@@ -140,9 +142,11 @@ class PrecheckService:
         rules = self.invariants.current()
         led = entry.ledger
         spent = context_tokens(led.passed_through_tokens, led.stub_tokens, led.recalled_tokens, led.overhead_tokens)
+        known = pressure(state, MANIFEST_TOKENS)["total"]["known"]
         return evaluate(tool, args, state, rules, entry.guard, seal, self.invariants.error,
                         guard_args=redact_value(args, self.redactor), spent_tokens=spent,
-                        usd_per_mtok=self._price())
+                        usd_per_mtok=self._price(), context_tokens=known,
+                        prune_threshold=self.engine.config.prune_threshold_tokens)
 
     def _price(self) -> float | None:
         """USD per million tokens of the configured model (the ledger's price table)."""

@@ -1,0 +1,79 @@
+"""OSIRIS settings (issue 19 item 6): the prune threshold driven by context pressure, the cache TTL,
+and the overhead modes (bystander, light, standard, full, auto)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from bosun.core.task.overhead import MODES, Costs, add_call, add_manifest, choose, effective
+
+
+def _sc(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content[0].text
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+@pytest.fixture(autouse=True)
+def _settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("BOSUN_PRUNE_THRESHOLD_TOKENS", "5000")
+    monkeypatch.setenv("BOSUN_CACHE_TTL_S", "3600")
+
+
+async def test_context_over_the_prune_threshold_makes_precheck_ask_for_a_trim(client: Client) -> None:
+    tid = _sc(await client.call_tool("plan", {"mode": "start", "objective": "o"}))["task_id"]
+    call = {"task_id": tid, "tool": "bash", "args": {"command": "ls"}}
+    assert _sc(await client.call_tool("precheck", call))["verdict"] == "allow"
+    _sc(await client.call_tool("plan", {"mode": "update", "task_id": tid,
+                                        "more": {"declare": {"history": 9000, "window": 200_000}}}))
+    out = _sc(await client.call_tool("precheck", call))
+    assert out["verdict"] == "warn" and out["rule"] == "pressure:prune_threshold"
+    assert "target_tokens=" in out["required_action"] and "5,000" in out["reasons"][0]
+    status = _sc(await client.call_tool("plan", {"mode": "status", "task_id": tid}))
+    prune = status["prune"]
+    assert prune["threshold_tokens"] == 5000 and prune["over_by"] == prune["known_tokens"] - 5000 > 4000
+    assert prune["cache"]["ttl_s"] == 3600 and prune["cache"]["alive"] is True
+    assert prune["action"].startswith("checkpoint(mode='trim'")
+
+
+async def test_a_bystander_task_carries_no_manifest_and_observe_follows_its_prune_mode(client: Client) -> None:
+    st = _sc(await client.call_tool("plan", {"mode": "start", "objective": "o", "more": {"overhead": "bystander"}}))
+    assert "manifest" not in st and st["seal"].startswith("sha256:")
+    resumed = _sc(await client.call_tool("plan", {"mode": "resume", "task_id": st["task_id"]}))
+    assert "manifest" in resumed  # on request it is still there
+    flags = resumed["resume"]["flags"]
+    assert flags["overhead_mode"]["value"] == "bystander" and flags["prune_mode"]["value"] == "conservative"
+    full = _sc(await client.call_tool("plan", {"mode": "start", "objective": "o", "more": {"overhead": "full"}}))
+    assert "manifest" in full
+    bad = await client.call_tool("plan", {"mode": "start", "objective": "o", "more": {"overhead": "turbo"}})
+    assert bad.is_error and "more.overhead" in bad.content[0].text
+    late = await client.call_tool("plan", {"mode": "update", "task_id": st["task_id"],
+                                           "more": {"overhead": "full"}})
+    assert late.is_error and "set at start" in late.content[0].text
+
+
+def test_auto_stays_bystander_on_a_small_task_and_moves_once_a_mode_pays_for_itself() -> None:
+    costs = Costs.empty()
+    add_manifest(costs, 110)
+    mode = "bystander"
+    for _ in range(10):  # small outputs: nothing to offload anywhere; prechecks would only cost
+        costs.next_prompt()
+        mode = choose(costs, mode)
+        add_call(costs, {m: 0 for m in MODES}, precheck_tokens=90, runs=True)
+    assert mode == "bystander" and costs.net("bystander") == 0 > costs.net("full")
+    for _ in range(30):  # now 900-token outputs: balanced and lower thresholds offload them
+        costs.next_prompt()
+        mode = choose(costs, mode)
+        add_call(costs, {"bystander": 0, "light": 700, "standard": 700, "full": 720}, precheck_tokens=90,
+                 runs=False)
+    assert mode in ("light", "standard", "full") and MODES[mode].manifest
+    assert costs.net(mode) == max(costs.net(m) for m in MODES)
+
+
+def test_effective_mode_of_a_task() -> None:
+    assert effective({}).name == "bystander"
+    assert effective({"overhead_mode": "full"}).name == "full"
+    assert effective({"overhead_mode": "auto", "prune_mode": "balanced"}).name == "light"
