@@ -77,3 +77,21 @@ def test_effective_mode_of_a_task() -> None:
     assert effective({}).name == "bystander"
     assert effective({"overhead_mode": "full"}).name == "full"
     assert effective({"overhead_mode": "auto", "prune_mode": "balanced"}).name == "light"
+
+
+def test_the_cache_ttl_decides_whether_compaction_may_reach_into_cached_history() -> None:
+    from bosun.core.offload.compaction import plan_compaction
+    from bosun.core.offload.offload import get_mode
+    from bosun.core.task.state import Event
+
+    def result(seq: int) -> Event:
+        return Event("t", seq, "tool_result", {"tool": "bash", "args": f"cat f{seq}", "ref": f"mem://sha256:{seq:064x}",
+                                               "tokens": 600}, created_at=1000.0)
+
+    events = [result(1), result(2), Event("t", 3, "checkpoint_saved", {}, created_at=1000.0),
+              *[result(s) for s in range(4, 9)]]
+    mode = get_mode("cache_ttl")  # its own TTL: 300 s
+    alive = plan_compaction(events, mode, "compact", now=1100.0)
+    assert alive.cache_alive and all(i.seq > 3 for i in alive.items)
+    expired = plan_compaction(events, mode, "compact", now=1100.0, ttl_s=60.0)  # BOSUN_CACHE_TTL_S=60
+    assert not expired.cache_alive and {1, 2} <= {i.seq for i in expired.items}

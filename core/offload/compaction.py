@@ -121,12 +121,13 @@ def items_from_events(events: Iterable[Any]) -> tuple[list[Item], int]:
 
 def plan_compaction(
     events: Iterable[Any], mode: PruneMode, plan_mode: str, now: float, target_tokens: int | None = None,
-    digest_cost: int = 14, last_activity: float | None = None,
+    digest_cost: int = 14, last_activity: float | None = None, ttl_s: float | None = None,
 ) -> Plan:
     """A compaction plan over the task's journal (pure: the caller passes ``now``).
 
     ``events`` may be only the kinds ``items_from_events`` reads (results, file reads, drops,
     snapshots) when ``last_activity`` gives the time of the task's newest event of any kind.
+    ``ttl_s``: the provider's prompt-cache TTL (``BOSUN_CACHE_TTL_S``); default the mode's own.
     """
     if plan_mode not in PLAN_MODES:
         raise InvalidInput("mode", f"unknown compaction mode {plan_mode!r}", ", ".join(PLAN_MODES))
@@ -138,7 +139,7 @@ def plan_compaction(
     small = {i.ref for i in live if i.carried < mode.min_evict_tokens} if plan_mode != "clear" else set()
     if last_activity is None:
         last_activity = max((ev.created_at for ev in events), default=now)
-    cache_alive = (now - last_activity) <= mode.ttl_s
+    cache_alive = (now - last_activity) <= (mode.ttl_s if ttl_s is None else ttl_s)
     cold_cut = live[-mode.cold_after].seq if len(live) > mode.cold_after else 0
 
     def eligible(item: Item) -> bool:
