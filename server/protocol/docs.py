@@ -70,7 +70,8 @@ def tool_section(fn: Callable[..., Any]) -> str:
 def tools_doc(functions: Sequence[Callable[..., Any]], only: str | None = None) -> str:
     """The whole reference (or the section of tool ``only``)."""
     chosen = [fn for fn in functions if only is None or fn.__name__ == only]
-    head = ["# bosun tools", "", "One section per tool: when to call it, its ops and parameters, examples.", ""]
+    head = ["# bosun tools", "", "One section per tool: when to call it, its ops and parameters, examples. Every tool "
+            "works on bosun's own state (tasks, stored outputs, policies): none reaches outside it.", ""]
     return "\n".join(([] if only else head) + ["\n\n".join(tool_section(fn) for fn in chosen)]) + "\n"
 
 

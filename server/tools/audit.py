@@ -11,7 +11,7 @@ from bosun.server.engine import Engine
 from bosun.server.protocol.progress import progress_reporter
 from bosun.server.surface import READ_ONLY, tool
 
-_CHUNKS_DOC = "[{content, source_url, metadata?, id?}]"
+_CHUNKS_DOC = "[{content, source_url}]"
 
 
 @tool(READ_ONLY)
@@ -23,7 +23,7 @@ async def audit(
     config: dict[str, Any] | None = None,
     as_of: str | None = None,
 ) -> dict[str, Any]:
-    """Check each claim of an answer against its source chunks: verdicts, evidence and pass/fail.
+    """Check an answer's claims against its source chunks: verdicts, evidence, pass/fail.
 
     ``response`` is the answer to audit, ``chunks`` the sources it was written from (dokis
     shape: ``{content, source_url, metadata?, id?}``), ``query`` the question. Each claim gets
@@ -48,9 +48,10 @@ async def filter_sources(
     ctx: Context[Engine],
     config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Keep the chunks an allowlist of sources admits; say why the others were dropped.
+    """Keep the chunks an allowlist of sources admits, saying why others were dropped.
 
-    ``config.allowed_domains`` lists what is admitted: ``host``, ``*.host`` (subdomains) or
+    ``chunks`` as for audit (``{content, source_url, metadata?, id?}``). ``config.allowed_domains`` lists
+    what is admitted: ``host``, ``*.host`` (subdomains) or
     ``host/path`` (a path prefix); the other ``config`` keys are audit's.
     """
     return ctx.request_context.lifespan_context.audit.filter_sources(chunks, config)

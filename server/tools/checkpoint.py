@@ -24,7 +24,7 @@ async def checkpoint(
     prune_mode: Literal["cache_ttl", "conservative", "balanced", "aggressive"] | None = None,
     max_tokens: Annotated[int | None, Field(ge=1)] = None,
 ) -> dict[str, Any]:
-    """Snapshot or resume a task's state, or plan how to shrink its context (nothing is deleted).
+    """Snapshot or resume a task's state, or plan to shrink its context (nothing is deleted).
 
     Modes: ``snapshot`` journals a checkpoint of the task's state; ``resume`` returns the text to
     continue from after a reset or in a new session; ``report`` the completion report (done,

@@ -24,7 +24,7 @@ async def precheck(
     args: dict[str, Any] | None = None,
     seal: str | None = None,
 ) -> dict[str, Any]:
-    """Before running a tool call of yours: allow, warn, block or suggest_alternative, and why.
+    """Before a tool call of yours: allow, warn, block or suggest_alternative, and why.
 
     Checked in order: the invariants (``.bosun/invariants.toml``), the task's budget, the loop
     guard (the same failure repeated, a loop pattern, oscillation, a runaway) and duplicates (an

@@ -12,6 +12,8 @@ from bosun.core.offload.query import DEFAULT_MAX_TOKENS
 from bosun.server.engine import Engine
 from bosun.server.surface import RECORDS, Answer, lifespan_engine, protocol_errors, tool
 
+# defaults applied here, said in the docs: the listing is paid for on every turn
+DEFAULT_LINES = 40
 DEFAULT_MAX_MATCHES = 50
 DEFAULT_MAX_BYTES = 64_000
 RecallOp = Literal["raw", "head", "tail", "range", "grep", "outline", "aggregate", "jsonl"]
@@ -21,11 +23,11 @@ RecallOp = Literal["raw", "head", "tail", "range", "grep", "outline", "aggregate
 async def recall(
     ref: str,
     ctx: Context[Engine],
-    op: RecallOp = "head",
-    lines: Annotated[int, Field(ge=1)] = 40,
+    op: RecallOp | None = None,
+    lines: Annotated[int | None, Field(ge=1)] = None,
     start: Annotated[int | None, Field(ge=0)] = None,
     end: Annotated[int | None, Field(ge=0)] = None,
-    unit: Literal["lines", "bytes"] = "lines",
+    unit: Literal["lines", "bytes"] | None = None,
     pattern: str | None = None,
     context: Annotated[int, Field(ge=0, le=50)] = 0,
     max_matches: Annotated[int | None, Field(ge=1)] = None,
@@ -37,11 +39,11 @@ async def recall(
     path: str | None = None,
     task_id: str | None = None,
 ) -> Answer:
-    """Read only the part you need of a stored output (observe's ref), verified against its hash.
+    """Read just the part you need of an output observe stored (its ref), hash-verified.
 
-    ``ref`` is the ``mem://sha256:<hex>`` observe returned (or its short form). Ops:
-    ``head``/``tail``: the first/last ``lines`` lines. ``range``: ``start``..``end`` counted in
-    ``unit`` (lines: 1-based, end inclusive; bytes: offset, end exclusive). ``grep``: the lines
+    ``ref`` is the ``mem://sha256:<hex>`` observe returned (or its short form). Ops (default ``head``):
+    ``head``/``tail``: the first/last ``lines`` lines (default 40). ``range``: ``start``..``end`` counted in
+    ``unit`` (``lines``, the default: 1-based, end inclusive; ``bytes``: offset, end exclusive). ``grep``: the lines
     matching the regular expression ``pattern`` (``ignore_case``), with ``context`` lines around
     each, at most ``max_matches`` (default 50). ``raw``: the payload itself, at most ``max_bytes``
     (default 64000).
@@ -54,7 +56,8 @@ async def recall(
     ``recall(ref, op="jsonl", where={"status": "failed"}, fields=["id", "error"])``.
     """
     out, text = await ctx.request_context.lifespan_context.recall.recall(
-        ref, op, task_id, lines=lines, start=start, end=end, unit=unit, pattern=pattern, context=context,
+        ref, op or "head", task_id, lines=lines or DEFAULT_LINES, start=start, end=end, unit=unit or "lines", pattern=pattern,
+        context=context,
         max_matches=max_matches or DEFAULT_MAX_MATCHES, ignore_case=ignore_case, max_bytes=max_bytes or DEFAULT_MAX_BYTES,
         max_tokens=max_tokens or DEFAULT_MAX_TOKENS,
         where=where, fields=fields, path=path,
