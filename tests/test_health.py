@@ -50,6 +50,12 @@ def test_health_against_a_real_daemon_and_after_it_stops(tmp_path: Path) -> None
         assert res.returncode == 0 == body["exit_code"], body
         assert states["daemon"] == "ok" and states["model"] == "ok" and states["store"] == "ok"
         assert states["index"] in ("ok", "starting")
+        shown = subprocess.run([*BOSUN, "dashboard", "--print", "--home", str(home)], env=env_for(home),
+                               capture_output=True, timeout=120)
+        assert shown.returncode == 0 and shown.stdout.decode().strip().endswith("/dashboard")
+        stats = subprocess.run([*BOSUN, "stats", "--json", "--home", str(home)], env=env_for(home),
+                               capture_output=True, timeout=120)
+        assert stats.returncode == 0 and json.loads(stats.stdout)["source"] == "daemon"
     finally:
         stop(proc.pid)
         proc.wait(timeout=20)
@@ -58,3 +64,6 @@ def test_health_against_a_real_daemon_and_after_it_stops(tmp_path: Path) -> None
     assert res.returncode & health.BITS["daemon"]
     assert not res.returncode & health.BITS["store"]
     assert b"daemon  failed" in res.stdout
+    gone = subprocess.run([*BOSUN, "dashboard", "--home", str(home)], env=env_for(home), capture_output=True,
+                          timeout=120)
+    assert gone.returncode == 1 and b"bosun serve" in gone.stderr

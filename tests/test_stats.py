@@ -140,9 +140,10 @@ async def test_dashboard_routes_need_the_token_and_serve_json(session: tuple[Eng
     app = mcp.streamable_http_app()
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
-        for path in ("/dashboard", "/dashboard/api/stats", "/dashboard/static/app.js"):
+        for path in ("/", "/dashboard", "/dashboard/api/stats", "/dashboard/static/app.js"):
             assert (await http.get(path)).status_code == 401
         auth = {"Authorization": "Bearer tok"}
+        assert (await http.get("/", headers=auth)).headers["location"] == "/dashboard"
         page = await http.get("/dashboard", headers=auth)
         assert page.status_code == 200 and "<title>bosun dashboard</title>" in page.text
         assert "script-src 'self'" in page.headers["content-security-policy"]

@@ -1,6 +1,7 @@
 """The dashboard's HTTP routes, on the daemon's own port (same Host/Origin rules and token as ``/mcp``).
 
-- ``GET /dashboard``: the page (static HTML, JS and CSS shipped as package data; no build step).
+- ``GET /dashboard``: the page (static HTML, JS and CSS shipped as package data; no build step);
+  ``GET /`` redirects there.
 - ``GET /dashboard/api/stats``: the snapshot the page draws (``StatsService.snapshot``).
 - ``GET /dashboard/api/ref?ref=...``: a stored result's outline, for a person (no task is charged).
 - ``GET /dashboard/events``: server-sent events, one ``change`` whenever a task journal, the policy
@@ -97,6 +98,7 @@ def add_routes(mcp: Any, engine: Any, stats: StatsService, recorder: Recorder) -
     async def redirect(request: Request) -> Response:
         return RedirectResponse("/dashboard", status_code=307)
 
+    mcp.custom_route("/", methods=["GET"])(guarded(redirect))  # a person opening the daemon's address
     mcp.custom_route("/dashboard", methods=["GET"])(guarded(page))
     mcp.custom_route("/dashboard/", methods=["GET"])(guarded(redirect))
     mcp.custom_route("/dashboard/static/{name}", methods=["GET"])(guarded(static))
