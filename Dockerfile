@@ -21,6 +21,12 @@
 # Change the port with -e BOSUN_PORT=N (the entry point and the health check both read it).
 # For hosts that only speak stdio: docker run -i --rm -v bosun-data:/data --entrypoint bosun bosun stdio --standalone
 
+# ---- the runtime dependency list, alone: editing anything else in pyproject.toml (dev extras, tool
+# settings) then leaves it byte-identical, and the dependency layer below stays cached ------------
+FROM python:3.11-slim AS requirements
+COPY pyproject.toml /tmp/
+RUN python -c "import tomllib; deps = tomllib.load(open('/tmp/pyproject.toml', 'rb'))['project']['dependencies']; open('/requirements.txt', 'w').write(chr(10).join(deps) + chr(10))"
+
 # ---- build stage: a virtualenv at /opt/bosun, installed from the lock (constraints.txt) ----------
 FROM python:3.11-slim AS build
 
@@ -34,18 +40,17 @@ ARG PIP_INDEX_URL=https://pypi.org/simple
 WORKDIR /src
 RUN python -m venv /opt/bosun
 
-# Dependencies first, from pyproject.toml's list pinned by constraints.txt, so a source edit does not
+# Dependencies first (pyproject's list, pinned by constraints.txt), so a source edit does not
 # reinstall them. The optional secret "ca" is a PEM bundle for pip (mounted for this step only).
-COPY pyproject.toml constraints.txt ./
+COPY --from=requirements /requirements.txt ./
+COPY constraints.txt ./
 RUN --mount=type=secret,id=ca \
     if [ -s /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi \
- && python -c "import tomllib; deps = tomllib.load(open('pyproject.toml', 'rb'))['project']['dependencies']; open('/tmp/requirements.txt', 'w').write(chr(10).join(deps) + chr(10))" \
- && /opt/bosun/bin/pip install -c constraints.txt -r /tmp/requirements.txt setuptools wheel \
- && rm /tmp/requirements.txt
+ && /opt/bosun/bin/pip install -c constraints.txt -r requirements.txt setuptools wheel
 
 # The project itself, built without network (setuptools and wheel come from the lock above); package
 # data (tokenizer files, demo policies) travels inside the wheel. /src stays in this stage.
-COPY README.md ./
+COPY pyproject.toml README.md ./
 COPY bosun ./bosun
 COPY core ./core
 COPY store ./store

@@ -148,7 +148,19 @@ row "index URL / CA secret in the final image" "$leak"
 set -a; . "$work/bosun.env"; set +a
 url="http://127.0.0.1:$port/mcp"
 
-wait_healthy() {  # $1 container, $2 start time: "<s to /healthz 200> <s to docker healthy>" or a failure
+cpu_s() {  # CPU seconds the container has used so far (cgroup v1 or v2), or "?"
+  local id ns
+  id=$(docker inspect -f '{{.Id}}' "$1")
+  for f in "/sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage" "/sys/fs/cgroup/cpu,cpuacct/docker/$id/cpuacct.usage"; do
+    [ -r "$f" ] && { python3 -c "import sys; print(f'{int(sys.argv[1]) / 1e9:.2f}')" "$(cat "$f")"; return; }
+  done
+  for f in "/sys/fs/cgroup/system.slice/docker-$id.scope/cpu.stat" "/sys/fs/cgroup/docker/$id/cpu.stat"; do
+    [ -r "$f" ] && { ns=$(awk '/^usage_usec/ {print $2 * 1000}' "$f"); python3 -c "import sys; print(f'{float(sys.argv[1]) / 1e9:.2f}')" "$ns"; return; }
+  done
+  echo "?"
+}
+# $1 container, $2 start time -> "<s to /healthz 200> <s to Docker healthy> <CPU s used by then>"
+wait_healthy() {
   local c="$1" t="$2" ready="" status
   for _ in $(seq 600); do
     if [ -z "$ready" ] && python3 -c "import urllib.request, sys; sys.exit(urllib.request.urlopen('http://127.0.0.1:$port/healthz', timeout=2).status != 200)" 2>/dev/null; then
@@ -156,12 +168,18 @@ wait_healthy() {  # $1 container, $2 start time: "<s to /healthz 200> <s to dock
     fi
     status=$(docker inspect -f '{{.State.Status}} {{if .State.Health}}{{.State.Health.Status}}{{end}}' "$c")
     case "$status" in
-      "running healthy") echo "${ready:-?} $(since "$t")"; return 0 ;;
-      exited*|dead*) echo "exited $(docker inspect -f '{{.State.ExitCode}}' "$c")"; return 1 ;;
+      "running healthy") echo "${ready:-?} $(since "$t") $(cpu_s "$c")"; return 0 ;;
+      exited*|dead*) echo "FAILED: exited with $(docker inspect -f '{{.State.ExitCode}}' "$c")"; return 1 ;;
     esac
     sleep 0.2
   done
-  echo "not healthy after 120 s"; return 1
+  echo "FAILED: not healthy after 120 s"; return 1
+}
+healthy_in() {  # $1 container, $2 start time -> one phrase for the table
+  local r
+  r=$(wait_healthy "$1" "$2") || { echo "$r"; return 0; }
+  set -- $r
+  echo "healthy after $2 s (container CPU $3 s)"
 }
 mcp() { "$py" bench/docker_mcp.py "$url" "$1" "$work/state.json"; }
 run_vol() { docker run -d --name bosun-check-vol --env-file "$work/bosun.env" -p "127.0.0.1:$port:8790" -v bosun-check-data:/data "$image" >/dev/null; }
@@ -169,8 +187,12 @@ run_vol() { docker run -d --name bosun-check-vol --env-file "$work/bosun.env" -p
 say "named volume"
 docker volume rm bosun-check-data >/dev/null 2>&1 || true
 t=$(now); run_vol
-read -r ready healthy <<<"$(wait_healthy bosun-check-vol "$t")" || true
-row "named volume: /healthz 200 / Docker healthy" "${ready} s / ${healthy} s after docker run"
+if r=$(wait_healthy bosun-check-vol "$t"); then
+  read -r ready healthy cpu <<<"$r"
+  row "named volume: /healthz 200 / Docker healthy" "${ready} s / ${healthy} s after docker run (container CPU by then: ${cpu} s)"
+else
+  row "named volume: /healthz 200 / Docker healthy" "$r; $(docker logs bosun-check-vol 2>&1 | tail -1)"
+fi
 row "MCP calls with the token (write)" "$(mcp write || true)"
 code=$(python3 - "$url" <<'PY'
 import sys, urllib.error, urllib.request
@@ -185,16 +207,18 @@ PY
 )
 row "MCP without the token" "HTTP $code"
 row "no dotfiles or caches written to the volume" "$(docker exec bosun-check-vol sh -c 'ls -A /data | tr "\n" " "')"
+c0=$(cpu_s bosun-check-vol); sleep 30; c1=$(cpu_s bosun-check-vol)
+row "idle CPU over 30 s (health probes every 5 s)" "$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.2f} s = {(float(sys.argv[2]) - float(sys.argv[1])) / 30 * 100:.1f}% of a core')" "$c0" "$c1" 2>/dev/null || echo '?')"
 t=$(now); docker stop bosun-check-vol >/dev/null
 row "docker stop (SIGTERM to exit)" "$(since "$t") s, exit code $(docker inspect -f '{{.State.ExitCode}}' bosun-check-vol)"
-t=$(now); docker start bosun-check-vol >/dev/null; read -r ready healthy <<<"$(wait_healthy bosun-check-vol "$t")" || true
-row "stop + start: healthy, data kept" "${healthy} s; $(mcp verify || true)"
+t=$(now); docker start bosun-check-vol >/dev/null; h=$(healthy_in bosun-check-vol "$t")
+row "stop + start: data kept" "$h; $(mcp verify || true)"
 docker rm -f bosun-check-vol >/dev/null
-t=$(now); run_vol; read -r ready healthy <<<"$(wait_healthy bosun-check-vol "$t")" || true
-row "new container, same volume" "${healthy} s; $(mcp verify || true)"
+t=$(now); run_vol; h=$(healthy_in bosun-check-vol "$t")
+row "new container, same volume" "$h; $(mcp verify || true)"
 docker kill bosun-check-vol >/dev/null
-t=$(now); docker start bosun-check-vol >/dev/null; read -r ready healthy <<<"$(wait_healthy bosun-check-vol "$t")" || true
-row "after docker kill (SIGKILL)" "${healthy} s; $(mcp verify || true)"
+t=$(now); docker start bosun-check-vol >/dev/null; h=$(healthy_in bosun-check-vol "$t")
+row "after docker kill (SIGKILL)" "$h; $(mcp verify || true)"
 docker rm -f bosun-check-vol >/dev/null
 
 say "bind mount owned by root"
@@ -215,13 +239,13 @@ say "bind mount chowned to 10001:10001"
 chown 10001:10001 "$bind"
 t=$(now)
 docker run -d --name bosun-check-bind --env-file "$work/bosun.env" -p "127.0.0.1:$port:8790" -v "$bind:/data" "$image" >/dev/null
-read -r ready healthy <<<"$(wait_healthy bosun-check-bind "$t")" || true
-row "bind mount chowned 10001:10001 (empty: model re-assembled)" "healthy ${healthy} s; $(mcp write || true)"
+h=$(healthy_in bosun-check-bind "$t")
+row "bind mount chowned 10001:10001 (empty: model re-assembled)" "$h; $(mcp write || true)"
 docker rm -f bosun-check-bind >/dev/null
 t=$(now)
 docker run -d --name bosun-check-bind --env-file "$work/bosun.env" -p "127.0.0.1:$port:8790" -v "$bind:/data" "$image" >/dev/null
-read -r ready healthy <<<"$(wait_healthy bosun-check-bind "$t")" || true
-row "bind mount, new container" "healthy ${healthy} s; $(mcp verify || true); files owned by $(stat -c %u:%g "$bind/bosun.db")"
+h=$(healthy_in bosun-check-bind "$t")
+row "bind mount, new container" "$h; $(mcp verify || true); bosun.db owned by $(stat -c %u:%g "$bind/bosun.db")"
 docker rm -f bosun-check-bind >/dev/null
 
 say "bind mount of another user, --user"
@@ -230,8 +254,8 @@ mkdir -m 755 "$ubind"; chown 1000:1000 "$ubind"
 t=$(now)
 docker run -d --name bosun-check-user --user 1000:1000 --env-file "$work/bosun.env" -p "127.0.0.1:$port:8790" \
   -v "$ubind:/data" "$image" >/dev/null
-read -r ready healthy <<<"$(wait_healthy bosun-check-user "$t")" || true
-row "folder of 1000:1000 with --user 1000:1000" "healthy ${healthy} s; $(mcp write || true); bosun.db owned by $(stat -c %u:%g "$ubind/bosun.db" 2>/dev/null || echo missing)"
+h=$(healthy_in bosun-check-user "$t")
+row "folder of 1000:1000 with --user 1000:1000" "$h; $(mcp write || true); bosun.db owned by $(stat -c %u:%g "$ubind/bosun.db" 2>/dev/null || echo missing)"
 docker rm -f bosun-check-user >/dev/null
 
 {

@@ -77,6 +77,11 @@ def parsed() -> list[tuple[str, str]]:
     return instructions(DOCKERFILE.read_text())
 
 
+def stage(parsed: list[tuple[str, str]], name: str) -> list[tuple[str, str]]:
+    """The instructions of the stage ``FROM ... AS name``."""
+    return next(s for s in stages(parsed) if s[0][1].endswith(f" AS {name}"))
+
+
 def stages(parsed: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     """The instructions of each build stage (each starts with its FROM)."""
     out: list[list[tuple[str, str]]] = []
@@ -93,7 +98,7 @@ def final(parsed: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def test_image_shape(parsed: list[tuple[str, str]], final: list[tuple[str, str]]) -> None:
-    assert parsed[0] == ("FROM", "python:3.11-slim AS build")
+    assert all(s[0][1].startswith("python:3.11-slim") for s in stages(parsed))
     assert final[0] == ("FROM", "python:3.11-slim")
     keywords = [kw for kw, _ in final]
     assert ("EXPOSE", "8790") in final
@@ -132,9 +137,9 @@ def test_sources_stay_in_the_build_stage(final: list[tuple[str, str]]) -> None:
 
 
 def test_dependencies_install_from_the_lock(parsed: list[tuple[str, str]]) -> None:
-    build = stages(parsed)[0]
+    build = stage(parsed, "build")
     copied = " ".join(rest for kw, rest in build if kw == "COPY")
-    assert "constraints.txt" in copied
+    assert "constraints.txt" in copied and "--from=requirements /requirements.txt" in copied
     installs = [rest for kw, rest in build if kw == "RUN" and "pip install" in rest]
     assert installs
     for run in installs:
@@ -146,7 +151,7 @@ def test_dependencies_install_from_the_lock(parsed: list[tuple[str, str]]) -> No
 def test_proxy_ca_is_a_secret_and_the_index_url_stays_in_the_build_stage(
     parsed: list[tuple[str, str]], final: list[tuple[str, str]]
 ) -> None:
-    build = stages(parsed)[0]
+    build = stage(parsed, "build")
     deps = next(rest for kw, rest in build if kw == "RUN" and "-c constraints.txt" in rest)
     assert "--mount=type=secret,id=ca" in deps and "PIP_CERT=/run/secrets/ca" in deps
     assert any(kw == "ARG" and rest.startswith("PIP_INDEX_URL") for kw, rest in build)
