@@ -40,7 +40,7 @@ from route_common import (
 
 from bosun.core.routing.abstain import SHIPPED
 from bosun.core.routing.corpus import Policy
-from bosun.core.routing.route import PolicyIndex, RouteResult, build_index_with, route
+from bosun.core.routing.route import PolicyIndex, RouteResult, build_index_with, clause_texts, route
 
 Query = dict[str, Any]
 Corpus = tuple[str, list[Policy], list[Query]]
@@ -71,8 +71,11 @@ def corpora(names: list[str], split: str) -> list[Corpus]:
     return out
 
 
-def shipped(index: PolicyIndex, prompt: str, qvec: Any, **kw: Any) -> RouteResult:
-    return route(index, prompt, qvec, SHIPPED, **kw)
+def shipped(index: PolicyIndex, prompt: str, qvec: Any, clause_vecs: dict[str, Any] | None = None,
+            **kw: Any) -> RouteResult:
+    """The server's decision: the prompt and its clauses (``clause_vecs`` holds their vectors)."""
+    cv = [(c, clause_vecs[c]) for c in clause_texts(prompt)] if clause_vecs is not None else []
+    return route(index, prompt, qvec, SHIPPED, clause_vecs=cv, **kw)
 
 
 def evaluate(index: PolicyIndex, queries: list[Query], vecs: dict[str, Any],
@@ -141,8 +144,10 @@ def run(names: list[str], split: str, **kw: Any) -> list[str]:
         t0 = time.perf_counter()
         index = build_index_with(pols, BenchEmbedder(emb))
         texts = list(dict.fromkeys(q["query"] for q in qs))
+        seen = set(texts)
+        texts += [c for c in dict.fromkeys(c for t in texts for c in clause_texts(t)) if c not in seen]
         vecs = dict(zip(texts, embed_cached(emb, texts), strict=True))
-        res = evaluate(index, qs, vecs, **kw)
+        res = evaluate(index, qs, vecs, clause_vecs=vecs, **kw)
         print(f"{name}: {len(pols)} docs, {len(qs)} queries, {time.perf_counter() - t0:.1f}s", file=sys.stderr)
         if name.startswith("mt15-"):
             mt15.append(res)

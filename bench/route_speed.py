@@ -78,32 +78,40 @@ def synth_policies(n: int) -> list[Any]:
 
 
 def cpu_bench(sizes: list[int], nq: int) -> None:
+    """Route CPU besides the model: the whole prompt alone, and as the server routes it (with its clauses)."""
     from threadpoolctl import threadpool_limits
 
     from bosun.core.embedding import HashEmbedder
     from bosun.core.routing.abstain import SHIPPED
-    from bosun.core.routing.route import build_index_with, route
+    from bosun.core.routing.route import build_index_with, clause_texts, route
 
     emb = HashEmbedder(384)
     qs = [q["query"] for q in metatool_queries() if q["kind"] == "single"][::37][:nq]
     qvecs = emb.embed(qs)
-    print("| docs | build s | route CPU p50 ms | route CPU p90 ms |")
-    print("|---:|---:|---:|---:|")
+    clause_sets = [[(c, emb.embed([c])[0]) for c in clause_texts(q)] for q in qs]
+    split = sum(1 for cs in clause_sets if cs)
+    print(f"{split} of {len(qs)} prompts have clauses")
+    print("| docs | build s | route CPU p50 ms | route CPU p90 ms | with clauses p50 ms | with clauses p90 ms |")
+    print("|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         pols = synth_policies(n)
         t0 = time.perf_counter()
         index = build_index_with(pols, emb)
         build = time.perf_counter() - t0
-        times = []
+        times: dict[bool, list[float]] = {False: [], True: []}
         with threadpool_limits(limits=1, user_api="blas"):  # as PolicyService.route runs it
             for rep in range(3):
-                for q, v in zip(qs, qvecs, strict=True):
-                    t0 = time.thread_time()
-                    route(index, q, v, SHIPPED)
-                    if rep:
-                        times.append(time.thread_time() - t0)
-        times.sort()
-        print(f"| {n} | {build:.2f} | {med(times) * 1000:.2f} | {times[int(len(times) * 0.9)] * 1000:.2f} |", flush=True)
+                for q, v, cs in zip(qs, qvecs, clause_sets, strict=True):
+                    for with_clauses in (False, True):
+                        t0 = time.thread_time()
+                        route(index, q, v, SHIPPED, clause_vecs=cs if with_clauses else [])
+                        if rep:
+                            times[with_clauses].append(time.thread_time() - t0)
+        cells = []
+        for key in (False, True):
+            ts = sorted(times[key])
+            cells += [f"{med(ts) * 1000:.2f}", f"{ts[int(len(ts) * 0.9)] * 1000:.2f}"]
+        print(f"| {n} | {build:.2f} | " + " | ".join(cells) + " |", flush=True)
 
 
 def med(xs: list[float]) -> float:

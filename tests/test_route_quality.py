@@ -9,7 +9,7 @@ from mcp import Client
 
 from bosun.core.routing.abstain import SHIPPED, divergence
 from bosun.core.routing.metrics import compute, parse_labelled
-from bosun.core.routing.route import STOP_WORDS
+from bosun.core.routing.route import STOP_WORDS, PolicyIndex
 from bosun.server.services.policies import PolicyService
 
 LABELLED = Path(__file__).resolve().parents[1] / "examples" / "policies-labelled.jsonl"
@@ -57,3 +57,43 @@ def test_divergence_reasons() -> None:
     assert divergence(SHIPPED, 17, 0.55, SHIPPED.model_id) == []
     reasons = divergence(SHIPPED, 6006, 0.05, "other-model")
     assert len(reasons) == 3 and "other-model" in reasons[0] and "6006" in reasons[1] and "0.05" in reasons[2]
+
+
+def test_clauses_split_a_multi_intent_prompt_only() -> None:
+    from bosun.core.routing.route import clause_texts
+
+    assert clause_texts("Show me today's stock market trends and any recent news headlines about them") == [
+        "Show me today's stock market trends", "any recent news headlines about them"]
+    assert clause_texts("Deploy the billing service to production") == []  # one intent
+    assert clause_texts("Deploy it and test") == []  # "test" alone is not an intent of its own
+    many = "Book a flight, rent a car, reserve a hotel room, order airport taxis"
+    assert clause_texts(many) == []  # past MAX_CLAUSES a prompt is a paragraph, not a list of intents
+
+
+def _finance_news_index() -> PolicyIndex:
+    from bosun.core.embedding import HashEmbedder
+    from bosun.core.routing.corpus import Policy
+    from bosun.core.routing.route import build_index_with
+
+    docs = {"finance": "stock market prices, share quotes and company earnings",
+            "news": "latest news headlines and breaking stories from newspapers",
+            "weather": "weather forecast, rain and temperature for a city"}
+    pols = [Policy(name=n, surface=s, text=s, source="test", fmt="oiax") for n, s in docs.items()]
+    return build_index_with(pols, HashEmbedder(64))
+
+
+def test_each_clause_finds_its_own_document() -> None:
+    from bosun.core.embedding import HashEmbedder
+    from bosun.core.routing.abstain import GATE_OFF
+    from bosun.core.routing.route import _clause_hits
+
+    index = _finance_news_index()
+    parts = ["share quotes and stock market prices for Amazon", "breaking news headlines today"]
+    vecs = HashEmbedder(64).embed(parts)
+    found = _clause_hits(index, SHIPPED, list(zip(parts, vecs, strict=True)), {"finance"}, 0.0, GATE_OFF,
+                         True, True)
+    assert [h.name for h in found] == ["news"]  # finance is already routed; the news clause adds news
+    assert any("news" in w for w in found[0].why)
+    # each clause faces the same bar as a prompt: one no candidate clears adds nothing
+    assert _clause_hits(index, SHIPPED, list(zip(parts, vecs, strict=True)), set(), 1.01, GATE_OFF,
+                        True, True) == []

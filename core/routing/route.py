@@ -33,6 +33,7 @@ from bosun.core.embedding import Embedder, Vectors
 from bosun.core.routing.abstain import SHIPPED, OperatingPoint, admissible, candidate_features, probability
 from bosun.core.routing.background import BACKGROUND
 from bosun.core.routing.calibrate import SelfCalibration, from_null, leave_one_out_z
+from bosun.core.routing.clauses import clauses
 from bosun.core.routing.corpus import Policy
 from bosun.core.text import stem  # the project's one stemmer (measured: same MetaTool quality, see docs)
 
@@ -149,6 +150,11 @@ def body_chunks(policy: Policy) -> list[str]:
         current.append(stripped)
     flush()
     return list(dict.fromkeys(chunks))[:MAX_CHUNKS]
+
+
+def clause_texts(prompt: str) -> list[str]:
+    """The prompt's clauses to embed beside it for ``route(..., clause_vecs=...)`` ([] for one intent)."""
+    return clauses(prompt, analyze)
 
 
 def texts_to_embed(policies: Sequence[Policy]) -> list[str]:
@@ -669,15 +675,24 @@ class RouteResult:
     order: list[int] = field(default_factory=list)  # the ranking (document indices, best first), top 10
 
 
+CLAUSE_MODE = "any"  # add: clause documents fill free slots once the whole prompt routed; any: also when it did not; off
+
+
 def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None, op: OperatingPoint,
           top_k: int | None = None, use_lexical: bool = True, use_semantic: bool = True,
           threshold: float | None = None, solo_bg_z: float | None = None,
-          calibrated: bool = True) -> RouteResult:
+          calibrated: bool = True, clause_vecs: Sequence[tuple[str, npt.NDArray[np.float32]]] = (),
+          clause_mode: str = CLAUSE_MODE) -> RouteResult:
     """Rank, then admit the fused-order candidates the relevance decision accepts (at most top_k).
 
     ``calibrated`` (the default): the threshold and the one-word gate come from the index's
     self-calibration (``calibrate.py``) unless given here; False uses the operating point's own
     (an explicit TOML point calibrated with labels).
+
+    ``clause_vecs``: the prompt's clauses (``clauses.clauses``) with their vectors. Once the whole
+    prompt has routed a document, each clause is scored as a prompt of its own, and its best document,
+    when the same decision admits it at the first-document bar, is the second hit (see
+    ``_clause_hit``): a two-intent prompt gets a document per intent.
     """
     k = op.top_k if top_k is None else top_k
     cal = index.calibration if calibrated else None
@@ -696,14 +711,47 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
         if not admissible(op, feats, p, next_thr if hits else thr, solo_bg_z) or len(hits) >= k:
             rejected = max(rejected, p)
             continue
-        why = [f"matched: {', '.join(w)}" for w in [matched_words(index, doc, prompt)] if w]
-        phrase = nearest_phrase(index, sc, doc)
-        if phrase and use_semantic and qvec is not None:
-            why.append(f"nearest: \"{phrase}\" ({float(sc.semantic[doc]):.2f})")
-        pol = index.policies[doc]
-        needs = tuple(dict.fromkeys(n for n in (*pol.depends_on, *pol.requires) if n in index.by_name))
-        hits.append(Hit(pol.name, p, why, float(sc.lexical[doc]), float(sc.semantic[doc]), needs))
+        hits.append(_hit(index, sc, doc, prompt, p, use_semantic))
+    if clause_vecs and clause_mode != "off" and (hits or clause_mode == "any") and len(hits) < k:
+        taken = {h.name for h in hits}
+        for extra in _clause_hits(index, op, clause_vecs, taken, thr, solo_bg_z, use_lexical, use_semantic):
+            if len(hits) < k and extra.name not in taken:
+                hits.append(extra)
+                taken.add(extra.name)
     return RouteResult(hits, not hits, rejected, sc.order[:10].tolist())
+
+
+def _clause_hits(index: PolicyIndex, op: OperatingPoint, clause_vecs: Sequence[tuple[str, npt.NDArray[np.float32]]],
+                 taken: set[str], thr: float, solo_bg_z: float | None, use_lexical: bool,
+                 use_semantic: bool) -> list[Hit]:
+    """Each clause's best document not yet routed, when the decision admits it as a first hit; best first.
+
+    Each clause is judged exactly as a prompt of its own (same features, same calibrated bar for a
+    first document), so a clause that reads as an everyday request adds nothing.
+    """
+    found: dict[str, Hit] = {}
+    for text, vec in clause_vecs:
+        sc = score(index, text, vec, op.rrf_k, use_lexical, use_semantic)
+        doc = int(sc.order[0])
+        name = index.policies[doc].name
+        if name in taken:
+            continue
+        feats = decision_features(sc, doc)
+        p = probability(op, feats)
+        if admissible(op, feats, p, thr, solo_bg_z) and (name not in found or p > found[name].score):
+            found[name] = _hit(index, sc, doc, text, p, use_semantic)
+    return sorted(found.values(), key=lambda h: -h.score)
+
+
+def _hit(index: PolicyIndex, sc: Scores, doc: int, prompt: str, p: float, use_semantic: bool) -> Hit:
+    """A routed document with its evidence (matched words, nearest surface phrase) and what it requires."""
+    why = [f"matched: {', '.join(w)}" for w in [matched_words(index, doc, prompt)] if w]
+    phrase = nearest_phrase(index, sc, doc)
+    if phrase and use_semantic and sc.qvec is not None:
+        why.append(f"nearest: \"{phrase}\" ({float(sc.semantic[doc]):.2f})")
+    pol = index.policies[doc]
+    needs = tuple(dict.fromkeys(n for n in (*pol.depends_on, *pol.requires) if n in index.by_name))
+    return Hit(pol.name, p, why, float(sc.lexical[doc]), float(sc.semantic[doc]), needs)
 
 
 def build_index_with(policies: Sequence[Policy], embedder: Embedder) -> PolicyIndex:

@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     from bosun.core.routing.abstain import SHIPPED, OperatingPoint, separability
     from bosun.core.routing.corpus import corpus_fingerprint
     from bosun.core.routing.metrics import compute, parse_labelled
-    from bosun.core.routing.route import build_index_with, route
+    from bosun.core.routing.route import build_index_with, clause_texts, route
     from bosun.server.model import load_embedder
     from bosun.server.services.policies import CorpusError, load_operating_point_file, scan_corpus
 
@@ -99,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
         return 2
     index = build_index_with(scan.policies, emb)
     qvecs = emb.embed([r.prompt for r in rows])
+    # each prompt's clauses, embedded as the server embeds them (route scores each one: multi-intent)
+    clause_sets = [clause_texts(r.prompt) for r in rows]
+    flat = [c for cs in clause_sets for c in cs]
+    flat_vecs = dict(zip(flat, emb.embed(flat), strict=True)) if flat else {}
     sep = separability(index.surface_vectors())
     print(f"corpus: {len(index)} documents, separability {sep:.2f}; {len(rows)} prompts "
           f"({sum(1 for r in rows if not r.expected)} negatives, {sum(1 for r in rows if r.sibling)} with siblings)")
@@ -106,8 +110,9 @@ def run(args: argparse.Namespace) -> int:
     def evaluate(point: OperatingPoint, threshold: float | None, top_k: int, gate: float | None,
                  calibrated: bool = False) -> dict[str, float]:
         routed = [[h.name for h in route(index, r.prompt, q, point, top_k=top_k, threshold=threshold,
-                                         solo_bg_z=gate, calibrated=calibrated).hits]
-                  for r, q in zip(rows, qvecs, strict=True)]
+                                         solo_bg_z=gate, calibrated=calibrated,
+                                         clause_vecs=[(c, flat_vecs[c]) for c in cs]).hits]
+                  for r, q, cs in zip(rows, qvecs, clause_sets, strict=True)]
         return compute(rows, routed)
 
     cal = index.calibration
