@@ -77,7 +77,7 @@ async def run(bosun_target: Any, noop_target: Any, calls: int) -> dict[str, Any]
             step = f"step {i % 8}"
             args: dict[str, Any] = {"mode": "update", "task_id": task_id, "seal": carried["seal"],
                                     "based_on_version": carried["version"]}
-            args.update({"start_step": step} if i % 2 == 0 else {"complete": [step]})
+            args.update({"start_step": step} if i % 2 == 0 else {"more": {"complete": [step]}})
             r = await b.call_tool("plan", args)
             if r.is_error:
                 return r
