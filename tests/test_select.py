@@ -46,6 +46,7 @@ def vec_pool(goal: list[float], cands: list[list[float]], tokens: list[int], ctx
     )
 
 
+OFF = Params(relevance_floor=0.0)  # the relative relevance floor off: tests of other rules
 GOAL = "improve api retry handling for transient failures and rate limits"
 CANDS = [
     "improve api retry handling for transient failures with fixed delay",
@@ -70,9 +71,9 @@ def test_novelty_is_against_the_nearest_item_not_the_centroid() -> None:
     # the candidate copies one of three context items: the centroid would call it fairly novel
     ctx = [[1, 0, 0, 0], [0, 1, 0, 0], [0, 0, 1, 0]]
     pool = vec_pool([1, 1, 1, 1], [[1, 0, 0, 0.01], [0, 0, 0.2, 1]], [10, 10], ctx)
-    sel = select(pool, 10, "psi0", Params(redundancy_threshold=1.0001))
+    sel = select(pool, 10, "psi0", Params(relevance_floor=0.0, redundancy_threshold=1.0001))
     assert sel.indices == [1]
-    first = select(pool, 100, "psi0", Params(redundancy_threshold=1.0001))
+    first = select(pool, 100, "psi0", Params(relevance_floor=0.0, redundancy_threshold=1.0001))
     copy = next(p for p in first.selected if p.index == 0)
     assert copy.novelty < 0.01
 
@@ -80,14 +81,14 @@ def test_novelty_is_against_the_nearest_item_not_the_centroid() -> None:
 def test_selection_is_iterative_each_pick_joins_the_context() -> None:
     # c0 and c1 are near-copies; c2 is less relevant but new. Baseline takes both copies.
     pool = vec_pool([1, 0.3, 0], [[1, 0, 0], [1, 0.02, 0], [0.3, 0.2, 1]], [10, 10, 10])
-    assert select(pool, 20, "baseline").indices == [1, 0]
-    psi = select(pool, 20, "psi0", Params(redundancy_threshold=1.0001))
+    assert select(pool, 20, "baseline", OFF).indices == [1, 0]
+    psi = select(pool, 20, "psi0", Params(relevance_floor=0.0, redundancy_threshold=1.0001))
     assert psi.indices[0] in (0, 1) and psi.indices[1] == 2
 
 
 def test_near_duplicates_are_rejected_as_redundant_with_the_pick() -> None:
-    pool = make_pool(GOAL, [CANDS[1], CANDS[1] + " ", CANDS[2]])
-    sel = select(pool, 1000, "psi0")
+    pool = make_pool(GOAL, [CANDS[0], CANDS[0] + " ", CANDS[2]])
+    sel = select(pool, 1000, "psi0", OFF)
     assert 1 not in sel.indices or 0 not in sel.indices
     rej = [r for r in sel.rejected if r.reason == "redundant"]
     assert len(rej) == 1 and rej[0].redundant_with in ("c0", "c1") and "redundant with" in rej[0].why
@@ -95,7 +96,7 @@ def test_near_duplicates_are_rejected_as_redundant_with_the_pick() -> None:
 
 def test_redundant_with_context_names_the_context_item() -> None:
     pool = make_pool(GOAL, [CTX[0], CANDS[1]], CTX)
-    sel = select(pool, 1000, "hybrid")
+    sel = select(pool, 1000, "hybrid", OFF)
     assert sel.indices == [1]
     assert sel.rejected[0].reason == "redundant" and sel.rejected[0].redundant_with == "ctx0"
 
@@ -110,44 +111,45 @@ def test_near_tie_rule_picks_higher_value_within_epsilon() -> None:
                     tokens=[5, 5], labels=["c1", "c0"], context=np.array([[0, 0, 0, 1]], np.float32),
                     context_labels=["x"])
 
-    tie = select(pool_for(0.39), 5, "psi0")
+    tie = select(pool_for(0.39), 5, "psi0", OFF)
     assert NEAR_TIE_EPSILON > 0.305 - 0.300
     assert tie.indices == [1] and abs(tie.selected[0].score - 0.300) < 1e-3
-    clear = select(pool_for(0.30), 5, "psi0")  # c1: 0.5 * 0.70 = 0.35, a clear win
+    clear = select(pool_for(0.30), 5, "psi0", OFF)  # c1: 0.5 * 0.70 = 0.35, a clear win
     assert clear.indices == [0]
 
 
 def test_mmr_lambda_one_is_relevance_order() -> None:
     pool = make_pool(GOAL, CANDS)
-    rel_order = select(pool, 1000, "baseline").indices
-    assert select(pool, 1000, "mmr", Params(mmr_lambda=1.0, redundancy_threshold=1.0001)).indices == rel_order
+    rel_order = select(pool, 1000, "baseline", OFF).indices
+    assert select(pool, 1000, "mmr", Params(relevance_floor=0.0, mmr_lambda=1.0,
+                                            redundancy_threshold=1.0001)).indices == rel_order
 
 
 def test_over_budget_items_are_reported_and_smaller_ones_still_fit() -> None:
     big = "retry handling " * 200
-    pool = make_pool(GOAL, [big, CANDS[1]])
-    sel = select(pool, 50, "psi0")
+    pool = make_pool(GOAL, [big, CANDS[0]])
+    sel = select(pool, 50, "psi0", OFF)
     assert sel.indices == [1]
     assert sel.rejected[0].index == 0 and sel.rejected[0].reason == "over_budget"
 
 
 def test_budget_smaller_than_every_candidate_is_an_empty_answer_with_reason() -> None:
-    sel = select(make_pool(GOAL, CANDS), 3, "hybrid")
+    sel = select(make_pool(GOAL, CANDS), 3, "hybrid", OFF)
     assert sel.selected == [] and sel.note is not None and "larger than the budget" in sel.note
 
 
 def test_irrelevant_items_fall_below_min_relevance() -> None:
     pool = vec_pool([1, 0, 0], [[1, 0.1, 0], [0.01, 0, 1]], [5, 5])
-    sel = select(pool, 1000, "psi0", Params(min_relevance=0.05))
+    sel = select(pool, 1000, "psi0", Params(relevance_floor=0.0, min_relevance=0.05))
     assert sel.indices == [0]
     assert sel.rejected[0].index == 1 and sel.rejected[0].reason == "irrelevant"
 
 
 def test_max_items_and_bad_params() -> None:
     pool = make_pool(GOAL, CANDS)
-    assert len(select(pool, 1000, "hybrid", Params(max_items=1)).selected) == 1
+    assert len(select(pool, 1000, "hybrid", Params(relevance_floor=0.0, max_items=1)).selected) == 1
     with pytest.raises(InvalidInput, match="strategy"):
-        select(pool, 10, "nope")
+        select(pool, 10, "nope", OFF)
     with pytest.raises(InvalidInput, match="mmr_lambda"):
         select(pool, 10, "mmr", Params(mmr_lambda=2.0))
 
@@ -163,7 +165,7 @@ def test_hybrid_multi_hop_follows_the_entity_a_pick_names() -> None:
     pool = make_pool(goal, cands)
     toks = pool.tokens
     budget = toks[0] + toks[1]
-    hyb = select(pool, budget, "hybrid")
+    hyb = select(pool, budget, "hybrid", OFF)
     assert set(hyb.indices) == {0, 1}
     second = next(p for p in hyb.selected if p.index == 1)
     assert hyb.selected[0].index == 0 and "linked to c0" in second.why
@@ -180,7 +182,12 @@ def test_lexical_terms_and_view() -> None:
 
 # -- the tool ---------------------------------------------------------------------------------
 async def call(client: Client, **args: Any) -> Any:
-    return await client.call_tool("select_context", args)
+    """select_context with the relevance floor off (the HashEmbedder's similarities carry no meaning),
+    so each test isolates its own rule; include_text travels in options."""
+    options = {"relevance_floor": 0.0, **args.pop("options", {})}
+    if "include_text" in args:
+        options["include_text"] = args.pop("include_text")
+    return await client.call_tool("select_context", {**args, "options": options})
 
 
 async def test_tool_selects_in_order_with_the_forensic_view(client: Client) -> None:
@@ -292,10 +299,10 @@ def test_lexical_view_is_reused_for_the_same_pool_and_gives_the_same_answer() ->
 
     select_lexical._VIEWS.clear()
     pool = make_pool(GOAL, [*CANDS, "retry budgets cap how often clients retry"])
-    first = select(pool, 1000, "hybrid")
+    first = select(pool, 1000, "hybrid", OFF)
     assert len(select_lexical._VIEWS) == 1
     view = next(iter(select_lexical._VIEWS.values()))
-    again = select(pool, 1000, "hybrid")
+    again = select(pool, 1000, "hybrid", OFF)
     assert next(iter(select_lexical._VIEWS.values())) is view
     assert again.indices == first.indices and [p.score for p in again.selected] == [p.score for p in first.selected]
 
@@ -310,10 +317,58 @@ def test_hybrid_answers_for_a_pool_without_terms_when_the_vocabulary_is_large(mo
     select_lexical._VIEWS.clear()
     try:
         pool = make_pool("retry the upload with backoff", ["", "!!", "?"])
-        out = select(pool, 100, "hybrid")
+        out = select(pool, 100, "hybrid", OFF)
         assert len(out.selected) + out.rejected_total == 3
         assert all(p.relevance == pytest.approx(0.3 * r) for p, r in
                    zip(out.selected, (float(pool.candidates[p.index] @ pool.goal) for p in out.selected), strict=True))
     finally:
         select_lexical._encoded_raw.cache_clear()
         select_lexical._VIEWS.clear()
+
+
+# -- relevance floor, iterative=false, nothing-new stop (issue 19 item 7) ----------------------
+def test_relevance_floor_rejects_what_is_far_below_the_best_candidate() -> None:
+    # c0 is on the goal, c1 barely related: the budget holds both, the floor keeps c1 out
+    pool = vec_pool([1, 0, 0], [[1, 0.1, 0], [0.05, 1, 0]], [10, 10])
+    assert select(pool, 100, "psi0", OFF).indices == [0, 1]
+    sel = select(pool, 100, "psi0", Params(relevance_floor=0.3))
+    assert sel.indices == [0]
+    assert sel.rejected[0].reason == "irrelevant" and "below the floor" in sel.rejected[0].why
+    with pytest.raises(InvalidInput, match="relevance_floor"):
+        select(pool, 100, "psi0", Params(relevance_floor=1.5))
+
+
+def test_iterative_false_scores_once_against_the_context() -> None:
+    # c0 and c1 are near-copies; c2 is less relevant but new
+    pool = vec_pool([1, 0.3, 0], [[1, 0, 0], [1, 0.02, 0], [0.3, 0.2, 1]], [10, 10, 10])
+    again = Params(relevance_floor=0.0, redundancy_threshold=1.0001)
+    assert select(pool, 20, "psi0", again).indices[1] == 2  # iterative: the copy loses its novelty
+    once = select(pool, 20, "psi0", Params(relevance_floor=0.0, redundancy_threshold=1.0001, iterative=False))
+    assert sorted(once.indices) == [0, 1]  # one shot: both copies keep the score they had
+
+
+def test_an_item_that_adds_nothing_is_not_packed_because_it_fits() -> None:
+    # the only candidate that fits repeats the context: hybrid scores it below zero and leaves the budget unused
+    pool = make_pool(GOAL, [CANDS[0]], ctx=[CANDS[0] + " today"])
+    sel = select(pool, 100, "hybrid", OFF)
+    assert sel.indices == []
+    assert sel.rejected[0].reason == "redundant"
+
+
+async def test_tool_options_are_checked_naming_the_field(client: Client) -> None:
+    for options, field in [({"max_items": "two"}, "options.max_items"), ({"colour": 1}, "options.colour"),
+                           ({"relevance_floor": 2.0}, "options.relevance_floor"),
+                           ({"show_rejected": -1}, "options.show_rejected")]:
+        res = await client.call_tool("select_context", {"goal": GOAL, "candidates": CANDS, "options": options})
+        assert res.is_error and field in res.content[0].text, (options, res.content)
+
+
+async def test_tool_iterative_false_is_honoured(client: Client) -> None:
+    cands = [CANDS[0], CANDS[0] + " again", CANDS[1]]
+    args = {"goal": GOAL, "candidates": cands, "budget_tokens": 1000, "strategy": "psi0",
+            "options": {"relevance_floor": 0.0}}
+    iterative = (await client.call_tool("select_context", args)).structured_content
+    once = (await client.call_tool("select_context", {**args, "iterative": False})).structured_content
+    assert iterative is not None and once is not None
+    # scored once, the near-copy is not recognised as redundant with the first pick
+    assert len(once["selected"]) > len(iterative["selected"])

@@ -50,6 +50,10 @@ class Params:
     redundancy_threshold: float = 0.95  # max similarity at or above which an item is a duplicate
     min_relevance: float = 0.0  # relevance below this is irrelevant and never selected
     max_items: int | None = None
+    # relative floor: a candidate whose relevance is below this share of the pool's best is irrelevant,
+    # however much budget is left (fitted on the HotpotQA tune split, bench/select_floor.py)
+    relevance_floor: float = 0.5
+    iterative: bool = True  # False: score once against the context, then pack in that order (no re-scoring)
     # hybrid
     lexical_weight: float = 0.7  # share of the lexical signal in relevance
     lexical: str = "recall"  # "recall": IDF share of the goal's terms a candidate holds; "cosine": TF-IDF cosine
@@ -72,6 +76,8 @@ class Params:
             raise InvalidInput("lexical", f"unknown lexical signal {self.lexical!r}", "recall, cosine")
         if not -1.0 <= self.min_relevance < 1.0:
             raise InvalidInput("min_relevance", f"{self.min_relevance} is out of range", "[-1, 1)")
+        if not 0.0 <= self.relevance_floor < 1.0:
+            raise InvalidInput("relevance_floor", f"{self.relevance_floor} is out of range", "[0, 1)")
         if self.max_items is not None and self.max_items < 1:
             raise InvalidInput("max_items", f"{self.max_items} must be at least 1", "a positive integer or null")
 
@@ -196,6 +202,10 @@ class _Run:
         self.code = np.zeros(n, dtype=np.int8)
         self.left_at = np.zeros(n, dtype=np.int64)
         self._refs: tuple[F32, npt.NDArray[np.int64]] | None = None
+        self.floor = 0.0
+        self.start_rel: F32 = np.zeros(n, dtype=np.float32)
+        self.floored = np.zeros(n, dtype=bool)
+        self.exhausted = False
 
     def name(self, j: int) -> str:
         """The label of candidate ``j`` (or of context item ``j - n``)."""
@@ -239,6 +249,12 @@ class _Run:
         cands = self.cands
         strategy = self.strategy
         code[self.rel < p.min_relevance] = _IRRELEVANT
+        start_rel = self.relevance().copy()  # the hybrid's is updated in place by each pick
+        self.start_rel = start_rel
+        best_rel = max(float(start_rel.max()), 0.0)
+        self.floor = p.relevance_floor * best_rel
+        self.floored = (code == _NONE) & (start_rel < self.floor)
+        code[self.floored] = _IRRELEVANT
         if strategy != "baseline" and self.ctx is not None:  # without context maxsim is 0
             code[(code == _NONE) & (maxsim >= p.redundancy_threshold)] = _REDUNDANT
         avail = code == _NONE
@@ -295,6 +311,9 @@ class _Run:
                 kill[best] = gone
             if top == neg_inf:
                 break
+            if top <= 0.0:  # nothing left adds anything (irrelevant, or no more than the context holds)
+                self.exhausted = True
+                break
             if tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
                 ties = (masked >= top - NEAR_TIE_EPSILON).nonzero()[0]
                 if len(ties) > 1:
@@ -308,6 +327,8 @@ class _Run:
             avail[best] = False
             kill[best] = gone
             picked.append(best)
+            if not p.iterative:  # one-shot: the scores stay those against the context alone
+                continue
             col = cands @ cands[best]  # one column per pick: no n x n matrix
             np.maximum(maxsim, col, out=maxsim)
             if lex is not None:
@@ -330,6 +351,9 @@ class _Run:
                     & (maxsim >= p.overlap_threshold))
             code[lost] = _REDUNDANT
             avail[lost] = False
+        if self.exhausted:  # stopped because no score was positive: what the context already holds is redundant
+            close = avail & (maxsim >= p.overlap_threshold) & (self.tokens <= remaining)
+            code[close], avail[close] = _REDUNDANT, False
         leftover = avail.nonzero()[0]
         if len(leftover):
             over = leftover[self.tokens[leftover] > remaining]
@@ -398,6 +422,11 @@ class _Run:
             other = None
             if c == _IRRELEVANT and below:
                 why = f"relevance {dense:.2f} < min_relevance {min_rel:.2f}"
+            elif c == _IRRELEVANT and self.floored[i]:
+                why = (f"relevance {float(self.start_rel[i]):.2f} below the floor {self.floor:.2f} "
+                       f"({self.params.relevance_floor:g} x the best candidate's)")
+            elif c == _IRRELEVANT and self.exhausted and not self.params.max_items:
+                why = "adds nothing: its score is not positive"
             elif c == _IRRELEVANT:
                 why = (f"ranked below the {self.params.max_items} selected (max_items)" if self.params.max_items
                        else "scored below every selected item")

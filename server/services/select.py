@@ -9,7 +9,8 @@ the vectors to ``bosun.core.selection.select``.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -24,6 +25,42 @@ MAX_CANDIDATES = 4_000  # the similarity matrix is n x n float32: 64 MB at this 
 MAX_CONTEXT = 4_000
 MAX_GOAL_BYTES = 100_000
 ITEM_KEYS = {"id", "text", "ref", "policy", "source", "metadata"}
+PROGRESS_POOL = 256  # pools at least this large embed in batches and report progress to a listening client
+EMBED_BATCH = 64
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+# select_context's ``options``: the rarely used knobs, off the tool listing (docs/select_context.md)
+OPTION_TYPES: dict[str, tuple[type, ...]] = {
+    "mmr_lambda": (int, float), "max_items": (int,), "min_relevance": (int, float),
+    "relevance_floor": (int, float), "show_rejected": (int,), "include_text": (bool,),
+}
+
+
+def options_params(options: Any, iterative: Any = True) -> tuple[Params, int, bool]:
+    """``options`` (and ``iterative``) as ``(Params, show_rejected, include_text)``; errors name ``options.<key>``."""
+    if options is None:
+        options = {}
+    if not isinstance(options, dict):
+        raise InvalidInput("options", "must be an object", ", ".join(OPTION_TYPES))
+    if not isinstance(iterative, bool):
+        raise InvalidInput("iterative", "must be true or false")
+    for key, value in options.items():
+        kinds = OPTION_TYPES.get(key)
+        if kinds is None:
+            raise InvalidInput(f"options.{key}", "is not an option", ", ".join(OPTION_TYPES))
+        if value is None and key == "max_items":
+            continue
+        if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+            raise InvalidInput(f"options.{key}", f"must be a {' or '.join(k.__name__ for k in kinds)}")
+    show = options.get("show_rejected", 5)
+    if show < 0:
+        raise InvalidInput("options.show_rejected", f"{show} is negative", "a count >= 0")
+    knobs = {k: options[k] for k in ("mmr_lambda", "max_items", "min_relevance", "relevance_floor") if k in options}
+    params = replace(Params(), iterative=iterative, **knobs)
+    try:
+        params.check()
+    except InvalidInput as exc:
+        raise InvalidInput(f"options.{exc.field}", exc.problem, exc.accepted) from exc
+    return params, show, bool(options.get("include_text", False))
 
 
 @dataclass
@@ -188,6 +225,7 @@ async def run_selection(
     strategy: str = DEFAULT_STRATEGY,
     params: Params | None = None,
     explain: int = 10,
+    progress: Progress | None = None,
 ) -> Outcome:
     """Validate, resolve, embed and select; raises InvalidInput/NotFound naming the field."""
     t0 = time.perf_counter()
@@ -212,7 +250,16 @@ async def run_selection(
     if not cands:
         sel = Selection(strategy=strategy, budget_tokens=budget, note="no candidates to select from")
         return Outcome(sel, cands, ctx, {"resolve": (t1 - t0) * 1000})
-    vecs = np.asarray(await engine.embed([goal] + [c.text for c in cands] + [c.text for c in ctx]))
+    texts = [goal] + [c.text for c in cands] + [c.text for c in ctx]
+    if progress is None or len(texts) < PROGRESS_POOL:
+        vecs = np.asarray(await engine.embed(texts))
+    else:  # a big pool: embed in batches and tell a listening client how far along it is
+        parts = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            await progress(float(start), float(len(texts)), f"select_context: {start} of {len(texts)} texts embedded")
+            parts.append(np.asarray(await engine.embed(texts[start : start + EMBED_BATCH])))
+        await progress(float(len(texts)), float(len(texts)), f"select_context: selecting from {len(cands)} candidates")
+        vecs = np.vstack(parts)
     t2 = time.perf_counter()
     n = len(cands)
     pool = Pool(
@@ -279,8 +326,23 @@ class SelectService:
         self.policies = policies  # the route index: {"policy": name} items are read from it
 
     async def select(self, goal: Any, candidates: Any, context: Any, budget_tokens: Any, strategy: str,
-                     params: Params, show_rejected: int = 5, include_text: bool = False) -> dict[str, Any]:
+                     params: Params, show_rejected: int = 5, include_text: bool = False,
+                     progress: Progress | None = None) -> dict[str, Any]:
         """The tool's answer (see ``to_result``)."""
         out = await run_selection(self.engine, goal, candidates, context, budget_tokens, strategy, params,
-                                  explain=max(0, show_rejected))
+                                  explain=max(0, show_rejected), progress=_quiet(progress))
         return to_result(out, show_rejected=show_rejected, include_text=include_text)
+
+
+def _quiet(progress: Progress | None) -> Progress | None:
+    """``progress`` that never fails the selection (a closed stream costs the notice, not the answer)."""
+    if progress is None:
+        return None
+
+    async def tell(done: float, total: float | None, message: str | None) -> None:
+        try:
+            await progress(done, total, message)
+        except Exception:
+            pass
+
+    return tell

@@ -1,4 +1,8 @@
-"""``select_context``: the candidates that fit a token budget, useful and not redundant."""
+"""``select_context``: the candidates that fit a token budget, useful and not redundant.
+
+The listing is paid for on every agent turn, so the rarely used knobs travel in ``options``
+(validated by the service, errors name ``options.<key>``); docs/select_context.md documents them.
+"""
 
 from __future__ import annotations
 
@@ -7,33 +11,30 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from bosun.core.selection.select import DEFAULT_STRATEGY, Params
+from bosun.core.selection.select import DEFAULT_STRATEGY
 from bosun.server.engine import Engine
+from bosun.server.services.select import options_params
 from bosun.server.surface import READ_ONLY, tool
 
 StrategyName = Literal["hybrid", "psi0", "mmr", "baseline"]
-ItemsArg = list[str | dict[str, Any]]
 
 
 @tool(READ_ONLY)
 async def select_context(
-    goal: Annotated[str, Field(description="what the context is for")],
-    candidates: Annotated[ItemsArg, Field(description="strings or {id, text|ref|policy, source, metadata}")],
+    goal: str,
+    candidates: Annotated[list[Any], Field(description="strings or {id,text|ref|policy}")],
     ctx: Context[Engine],
-    context: Annotated[ItemsArg | None, Field(description="items already in the prompt (same forms)")] = None,
-    budget_tokens: Annotated[int, Field(ge=0, description="token budget for the selected items")] = 2000,
+    context: list[Any] | None = None,
+    budget_tokens: Annotated[int, Field(ge=0)] = 2000,
     strategy: StrategyName = DEFAULT_STRATEGY,
-    mmr_lambda: Annotated[float, Field(ge=0.0, le=1.0)] = 0.7,
-    max_items: Annotated[int | None, Field(ge=1)] = None,
-    min_relevance: Annotated[float, Field(ge=-1.0, le=1.0)] = 0.0,
-    show_rejected: Annotated[int, Field(ge=0)] = 5,
-    include_text: bool = False,
+    iterative: bool = True,
+    options: Annotated[dict[str, Any] | None, Field(description="docs/select_context.md")] = None,
 ) -> dict[str, Any]:
-    """Pick the candidates that fit budget_tokens, relevant to the goal and not redundant with the context or
-    each other; returns them in order with relevance, novelty and why, and the strongest rejections."""
-    params = Params(mmr_lambda=mmr_lambda, max_items=max_items, min_relevance=min_relevance)
+    """The candidates worth adding within budget_tokens: relevant to goal, new to context (items already in the prompt)."""
+    params, show_rejected, include_text = options_params(options, iterative)
     return await ctx.request_context.lifespan_context.select.select(
-        goal, candidates, context, budget_tokens, strategy, params, show_rejected, include_text)
+        goal, candidates, context, budget_tokens, strategy, params, show_rejected, include_text,
+        progress=ctx.report_progress)
 
 
 TOOLS = [select_context]
