@@ -55,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from bosun.core.routing.corpus import corpus_fingerprint
     from bosun.core.routing.metrics import compute, parse_labelled
     from bosun.core.routing.route import build_index_with, clause_texts, route
+    from bosun.server.commands.progress import Progress
     from bosun.server.model import load_embedder
     from bosun.server.services.policies import CorpusError, load_operating_point_file, scan_corpus
 
@@ -97,12 +98,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"operating point {args.operating_point} was measured under {op.model_id}; the model is "
               f"{emb.model_id()}: recalibrate", file=sys.stderr)
         return 2
-    index = build_index_with(scan.policies, emb)
-    qvecs = emb.embed([r.prompt for r in rows])
-    # each prompt's clauses, embedded as the server embeds them (route scores each one: multi-intent)
-    clause_sets = [clause_texts(r.prompt) for r in rows]
-    flat = [c for cs in clause_sets for c in cs]
-    flat_vecs = dict(zip(flat, emb.embed(flat), strict=True)) if flat else {}
+    with Progress("building the routing index (model load, corpus texts)") as bar:
+        index = build_index_with(scan.policies, emb)
+        bar.stage("embedding the labelled prompts")
+        qvecs = emb.embed([r.prompt for r in rows])
+        # each prompt's clauses, embedded as the server embeds them (route scores each one: multi-intent)
+        clause_sets = [clause_texts(r.prompt) for r in rows]
+        flat = [c for cs in clause_sets for c in cs]
+        flat_vecs = dict(zip(flat, emb.embed(flat), strict=True)) if flat else {}
     sep = separability(index.surface_vectors())
     print(f"corpus: {len(index)} documents, separability {sep:.2f}; {len(rows)} prompts "
           f"({sum(1 for r in rows if not r.expected)} negatives, {sum(1 for r in rows if r.sibling)} with siblings)")
