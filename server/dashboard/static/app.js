@@ -151,7 +151,7 @@ function render(s) {
     { label: "routed", value: r.counts.routed, color: "var(--ok)" },
     { label: "abstained", value: r.counts.abstained, color: "var(--neutral)" },
     { label: "failed", value: r.counts.failed, color: "var(--bad)" }]);
-  lineChart($("latency-chart"), r.latency_series, [{ key: "p50", color: "var(--offloaded)" }, { key: "p99", color: "var(--overhead)" }], "ms");
+  lineChart($("latency-chart"), r.latency_series, [{ key: "p99", color: "var(--overhead)" }, { key: "p50", color: "var(--offloaded)" }], "ms"); // p50 drawn on top
   fill("latency-legend", [["delivered p50", "--offloaded"], ["delivered p99", "--overhead"]].map(([l, c]) =>
     el("span", {}, el("i", { style: `background:var(${c})` }), l)));
   counted("top-policies", r.top_policies, (p) => p.name, "no route yet");
