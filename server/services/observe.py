@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
 INTENT_MAX = 300  # tokens of intent lines at most (also at most the room the stub leaves under half the result)
+VIEW_TRY_SHRINK = 8
 THREAD_ABOVE = 65_536  # characters: CPU work on larger outputs (view, intent) runs on a worker thread
 COMPACT_EVERY = 8  # results between compaction checks
 COMPACT_MIN_TOKENS = 500  # suggest compaction only when it would free at least this much
@@ -247,7 +248,9 @@ class ObserveService:
             if found is not None:
                 answer["focus"] = found.text
                 cost = answer_tokens(answer)
-        if offload is not False and tokens > VIEW_MIN_TOKENS:
+        # with a stub in hand, a view must shrink the output below the stub's cost to win: tried only when
+        # that takes at most an 8x shrink (a megabyte of output is not worth a line pass to find out)
+        if offload is not False and tokens > VIEW_MIN_TOKENS and (stub is None or tokens <= VIEW_TRY_SHRINK * cost):
             answer, stub, cost = await self._view(text, digest, tokens, redacted, answer, stub, cost)
         offloaded = stub is not None
         if answer is None:
@@ -301,8 +304,10 @@ class ObserveService:
         if not view.changed:
             return answer, stub, cost
         candidate = {"offloaded": True, "ref": short_ref(digest), "tokens": tokens, "note": view.note(),
-                     "view": view.text, **redacted}
-        view_cost = answer_tokens(candidate)
+                     "view": "", **redacted}
+        # sampled above 96 KB like the output's own count (the exact estimator takes ~0.5 s on a megabyte)
+        view_cost = answer_tokens(candidate) + fast_tokens(view.text)
+        candidate["view"] = view.text
         if view_cost >= (cost if stub is not None else tokens):  # the cheaper of stub and output wins
             return answer, stub, cost
         return candidate, candidate, view_cost
