@@ -107,6 +107,42 @@ async def embed_all(texts: Sequence[str]) -> dict[str, Vectors]:
         await engine.close()
 
 
+def cached_vectors(texts: Sequence[str], extra: Sequence[Path] = ()) -> dict[str, Vectors]:
+    """The vectors already computed for ``texts`` (the bench store, then ``extra`` npz files keyed by
+    sha256 of the text), without embedding anything: for a loaded machine where a full embed of WiCE
+    (~38k sentences) does not finish. An ``extra`` file is used only if it agrees with the store on
+    every text both hold (same model)."""
+    import hashlib
+    import sqlite3
+
+    key = {t: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for t in dict.fromkeys(texts)}
+    have: dict[str, Vectors] = {}
+    db = bench_home() / "bosun.db"
+    if db.exists():
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            for sha, dim, blob in conn.execute("SELECT sha256, dim, vec FROM embeddings"):
+                vec = np.frombuffer(bytes(blob), dtype=np.float32)
+                if vec.shape[0] == int(dim):
+                    have[sha] = vec
+        finally:
+            conn.close()
+    for path in extra:
+        with np.load(path) as data:
+            more = dict(zip(map(str, data["keys"]), np.asarray(data["vecs"], np.float32), strict=True))
+        shared = [k for k in more if k in have][:200]
+        if not shared or any(float(np.dot(more[k], have[k])) < 0.999 for k in shared):
+            continue  # cannot verify it is the same model: not used
+        for k, v in more.items():
+            have.setdefault(k, v)
+    return {t: have[k] for t, k in key.items() if k in have}
+
+
+def covered(cases: Sequence[Case], vecs: dict[str, Vectors]) -> list[Case]:
+    """The cases whose every text has a vector."""
+    return [c for c in cases if all(t in vecs for t in (c.goal, *c.candidates, *c.context))]
+
+
 def all_texts(cases: Sequence[Case]) -> list[str]:
     texts: list[str] = []
     for c in cases:

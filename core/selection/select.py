@@ -52,7 +52,7 @@ class Params:
     max_items: int | None = None
     # relative floor: a candidate whose relevance is below this share of the pool's best is irrelevant,
     # however much budget is left (fitted on the HotpotQA tune split, bench/select_floor.py)
-    relevance_floor: float = 0.5
+    relevance_floor: float = 0.1
     iterative: bool = True  # False: score once against the context, then pack in that order (no re-scoring)
     # hybrid
     lexical_weight: float = 0.7  # share of the lexical signal in relevance

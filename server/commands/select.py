@@ -23,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", choices=["hybrid", "psi0", "mmr", "baseline"], help="default: the file's, else hybrid")
     parser.add_argument("--budget", type=int, help="override the file's budget (tokens)")
     parser.add_argument("--mmr-lambda", type=float, default=0.7)
+    parser.add_argument("--floor", type=float, default=None,
+                        help="relative relevance floor (share of the best candidate's relevance; default the tool's)")
+    parser.add_argument("--one-shot", action="store_true", help="iterative=false: score once against the context")
     parser.add_argument("--rejected", type=int, default=5, help="how many rejected items to show")
     parser.add_argument("--json", action="store_true", help="print the tool's JSON result instead of a table")
     parser.add_argument("--compare", action="store_true",
@@ -82,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
     from bosun.server.engine import Engine
     from bosun.server.services.select import run_selection, to_result
 
+    floor = {} if args.floor is None else {"relevance_floor": args.floor}
+    params = Params(mmr_lambda=args.mmr_lambda, iterative=not args.one_shot, **floor)
+
     try:
         req = load_request(args.file)
     except ValueError as exc:
@@ -100,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
             results = []
             for name in strategies:  # the embeddings are cached after the first run
                 out = await run_selection(engine, req.get("goal"), req.get("candidates"), req.get("context"), budget,
-                                          name, Params(mmr_lambda=args.mmr_lambda), explain=args.rejected)
+                                          name, params, explain=args.rejected)
                 results.append(to_result(out, show_rejected=args.rejected))
             return results
         finally:
