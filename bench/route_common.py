@@ -49,8 +49,8 @@ def embed_cached(emb: Any, texts: list[str]) -> Any:
     file and renamed, so a bench running beside another one never reads half a file (a corrupt or
     missing cache is simply rebuilt).
     """
+    import fcntl
     import hashlib
-    import os
     import tempfile
 
     import numpy as np
@@ -59,22 +59,32 @@ def embed_cached(emb: Any, texts: list[str]) -> Any:
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"vecs-{emb.model_id()}.npz"
     keys = [hashlib.sha256(t.encode()).hexdigest()[:32] for t in texts]
-    cache: dict[str, Any] = {}
-    try:
-        with np.load(path) as data:
-            cache = dict(zip(data["keys"].tolist(), data["vecs"], strict=True))
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
-        cache = {}
+    cache = _read_cache(path)
     missing = list(dict.fromkeys(i for i, k in enumerate(keys) if k not in cache))
     if missing:
-        fresh = emb.embed([texts[i] for i in missing])
-        for i, vec in zip(missing, fresh, strict=True):
-            cache[keys[i]] = np.asarray(vec, np.float32)
-        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz")
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, keys=np.asarray(list(cache)), vecs=np.vstack(list(cache.values())))
-        os.replace(tmp, path)
+        fresh = {keys[i]: np.asarray(vec, np.float32)
+                 for i, vec in zip(missing, emb.embed([texts[i] for i in missing]), strict=True)}
+        cache.update(fresh)
+        with open(folder / f"{path.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # read-merge-write under a lock: another bench's vectors are kept
+            merged = _read_cache(path)
+            merged.update(fresh)
+            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz")
+            with os.fdopen(fd, "wb") as fh:
+                np.savez(fh, keys=np.asarray(list(merged)), vecs=np.vstack(list(merged.values())))
+            os.replace(tmp, path)
     return np.vstack([cache[k] for k in keys]) if keys else np.zeros((0, emb.dimension()), np.float32)
+
+
+def _read_cache(path: Path) -> dict[str, Any]:
+    """The cached vectors by key ({} when the file is missing or unreadable)."""
+    import numpy as np
+
+    try:
+        with np.load(path) as data:
+            return dict(zip(data["keys"].tolist(), data["vecs"], strict=True))
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return {}
 
 
 class BenchEmbedder:
