@@ -77,7 +77,7 @@ class Config:
     # task state (issue 19): OSIRIS settings, overhead modes, the project that shared memory is keyed by
     cache_ttl_s: float = 300.0  # BOSUN_CACHE_TTL_S: a provider prompt cache is taken as expired after this idle time
     prune_threshold_tokens: int = 40_000  # BOSUN_PRUNE_THRESHOLD_TOKENS: known context above this -> trim advice
-    overhead_mode: str = "auto"  # BOSUN_OVERHEAD_MODE: auto | bystander | light | standard | full
+    overhead_mode: str = "standard"  # BOSUN_OVERHEAD_MODE: standard | auto | bystander | light | full
     project: str = "default"  # BOSUN_PROJECT: project id for project-scoped memory (a task may name its own)
     # capture without asking (issue 24): bosun run and the harness hooks start the daemon when none answers
     hook_start: bool = True  # BOSUN_HOOK_START: on | off (also 1 | 0): the UserPromptSubmit hook may start the daemon
@@ -133,8 +133,8 @@ class Config:
             "telemetry_path": read.path("BOSUN_TELEMETRY_PATH"),
             "cache_ttl_s": read.number("BOSUN_CACHE_TTL_S", 300.0, float, minimum=1),
             "prune_threshold_tokens": read.number("BOSUN_PRUNE_THRESHOLD_TOKENS", 40_000, int, minimum=1000),
-            "overhead_mode": read.choice("BOSUN_OVERHEAD_MODE", "auto",
-                                         ("auto", "bystander", "light", "standard", "full")),
+            "overhead_mode": read.choice("BOSUN_OVERHEAD_MODE", "standard",
+                                         ("standard", "auto", "bystander", "light", "full")),
             "project": read.text("BOSUN_PROJECT", "default"),
             "hook_start": read.choice("BOSUN_HOOK_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
             "run_start": read.choice("BOSUN_RUN_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
