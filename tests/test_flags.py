@@ -43,7 +43,7 @@ def _example_rules(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_config_block_defaults_and_env() -> None:
     cfg = Config.from_env({})
     assert (cfg.cache_ttl_s, cfg.prune_threshold_tokens, cfg.overhead_mode, cfg.project) == (
-        300.0, 40_000, "auto", "default")
+        300.0, 40_000, "standard", "default")
     cfg = Config.from_env({"BOSUN_CACHE_TTL_S": "60", "BOSUN_PRUNE_THRESHOLD_TOKENS": "8000",
                            "BOSUN_OVERHEAD_MODE": "light", "BOSUN_PROJECT": "github.com/acme/api"})
     assert (cfg.cache_ttl_s, cfg.prune_threshold_tokens, cfg.overhead_mode, cfg.project) == (

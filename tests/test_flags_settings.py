@@ -9,6 +9,7 @@ import pytest
 from mcp import Client
 
 from bosun.core.task.overhead import MODES, Costs, add_call, add_manifest, choose, effective
+from bosun.server.engine import Engine
 
 
 def _sc(result: Any) -> dict[str, Any]:
@@ -95,3 +96,26 @@ def test_the_cache_ttl_decides_whether_compaction_may_reach_into_cached_history(
     assert alive.cache_alive and all(i.seq > 3 for i in alive.items)
     expired = plan_compaction(events, mode, "compact", now=1100.0, ttl_s=60.0)  # BOSUN_CACHE_TTL_S=60
     assert not expired.cache_alive and {1, 2} <= {i.seq for i in expired.items}
+
+
+async def test_an_auto_task_moves_its_prune_mode_once_a_heavier_mode_pays_for_itself(client: Client,
+                                                                                      engine: Engine) -> None:
+    st = _sc(await client.call_tool("plan", {"mode": "start", "objective": "o", "more": {"overhead": "auto"}}))
+    tid = st["task_id"]
+    flags = (await engine.tasks.get(tid)).flags
+    assert flags["overhead_mode"] == "auto" and flags["prune_mode"] == "conservative"
+    log = "".join(f"step {i}: compiled module_{i} with warnings about deprecated api usage\n" for i in range(90))
+    for i in range(3):  # ~1,100-token outputs: bystander keeps them whole, light and heavier modes offload
+        _sc(await client.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "bash",
+                                               "args": {"command": f"cat build{i}.log"}, "result": log}))
+        await engine.plan.auto.settled()
+    state = await engine.tasks.get(tid)
+    assert state.flags["prune_mode"] == "balanced"  # light: the lightest mode that pays for its manifest
+    assert state.flag_meta["prune_mode"]["why"].startswith("auto: light would have carried")
+    # a task in a fixed mode is never moved
+    fixed = _sc(await client.call_tool("plan", {"mode": "start", "objective": "o", "more": {"overhead": "bystander"}}))
+    for i in range(3):
+        _sc(await client.call_tool("observe", {"task_id": fixed["task_id"], "kind": "result", "tool": "bash",
+                                               "args": {"command": f"cat build{i}.log"}, "result": log}))
+    await engine.plan.auto.settled()
+    assert (await engine.tasks.get(fixed["task_id"])).flags["prune_mode"] == "conservative"

@@ -16,7 +16,7 @@ standard   yes       from 500 tokens (``cache_ttl``)        calls that write or 
 full       yes       from 250 tokens (``aggressive``)       every call
 =========  ========  =====================================  =================================
 
-``auto`` (the default) starts as bystander and moves to the mode that would have carried the
+``auto`` starts as bystander and moves to the mode that would have carried the
 fewest tokens had the task run in it from the start (``choose``, follow the leader): each mode's
 savings and costs are counted on the outputs the task actually produced, so a mode is only
 chosen once it has paid for itself on this task (no fitted size thresholds).
@@ -46,6 +46,7 @@ MODES: dict[str, OverheadMode] = {
     "full": OverheadMode("full", True, "aggressive", "all"),
 }
 AUTO = "auto"
+DEFAULT_MODE = "standard"  # what bosun did before modes existed: a task in it journals no setting
 OVERHEAD_MODES = (AUTO, *MODES)
 ORDER = tuple(MODES)  # lightest first: ties go to the lighter mode
 
@@ -57,14 +58,10 @@ def check_mode(name: Any, field: str = "overhead") -> str:
 
 
 def mode_events(name: str, why: str) -> list[tuple[str, dict[str, Any]]]:
-    """The setting flags a task starts with: its overhead mode and the prune mode observe follows.
-
-    ``auto`` journals nothing at start: the server's prune mode applies until ``choose`` moves it.
-    """
+    """The setting flags a task starts with: its overhead mode and the prune mode observe follows
+    (``auto`` starts as bystander; the server moves it with ``choose`` as results arrive)."""
     check_mode(name)
-    if name == AUTO:
-        return []
-    mode = MODES[name]
+    mode = MODES["bystander" if name == AUTO else name]
     return [("state_flag", {"name": "overhead_mode", "value": name, "why": why, "source": "bosun"}),
             ("state_flag", {"name": "prune_mode", "value": mode.prune_mode, "why": f"overhead mode {name}",
                             "source": "bosun"})]

@@ -7,13 +7,21 @@ it and the current seal. Updates may carry ``based_on_version``: a stale one is 
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import json
+import logging
 import time
+from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from bosun.core.actions import shell_command
 from bosun.core.errors import InvalidInput, NotFound
+from bosun.core.guard.shell_effects import analyse
+from bosun.core.offload.offload import MODES as PRUNE_MODES
+from bosun.core.offload.offload import worth_it
 from bosun.core.task.flags import flag_events, flag_view
 from bosun.core.task.manifest import budget_status, build_manifest
 from bosun.core.task.memory import (
@@ -25,7 +33,17 @@ from bosun.core.task.memory import (
     select_shared,
     visible_scopes,
 )
-from bosun.core.task.overhead import AUTO, MODES, check_mode, mode_events
+from bosun.core.task.overhead import (
+    AUTO,
+    DEFAULT_MODE,
+    MODES,
+    Costs,
+    add_call,
+    add_manifest,
+    check_mode,
+    choose,
+    mode_events,
+)
 from bosun.core.task.pressure import DECLARABLE, pressure
 from bosun.core.task.seal import SEAL_PREFIX, hashes
 from bosun.core.task.state import MEMORY_SCOPES, TaskState
@@ -33,6 +51,7 @@ from bosun.core.tokens import estimate_tokens
 from bosun.server.services.ledger import LedgerService
 from bosun.server.services.tasks import TaskService, check_text
 
+log = logging.getLogger("bosun.plan")
 CLOSE_STATUSES = ("done", "failed", "abandoned")
 RESUME_RECENT = 12  # recent journal entries shown by resume
 
@@ -287,6 +306,108 @@ def resume_prompt(state: TaskState) -> str:
     return "\n".join(lines)
 
 
+STUB_FRAME = 59  # tokens of an offload stub without its outline (measured with build_stub on an empty outline)
+PRECHECK_TOKENS = 90  # a precheck the agent makes: request (task id, tool, args, seal) + an allow answer
+AUTO_TASKS = 256  # tasks whose running costs are kept (LRU); an evicted one is re-folded from its journal
+
+
+def offload_saving(payload: Mapping[str, Any]) -> dict[str, int]:
+    """Per overhead mode, what offloading this result would save in each later prompt (0: kept whole).
+
+    The stub of the mode the result was observed under is known (``stub_tokens``); for the others
+    it is estimated as the stub frame plus that prune mode's outline budget, and, as observe does,
+    a result is only offloaded when its stub costs at most half of it.
+    """
+    tokens = int(payload.get("tokens") or 0)
+    out: dict[str, int] = {}
+    for name, mode in MODES.items():
+        prune = PRUNE_MODES[mode.prune_mode]
+        if tokens < prune.offload_min_tokens:
+            out[name] = 0
+            continue
+        known = payload.get("offloaded") and payload.get("mode") == prune.name and payload.get("stub_tokens")
+        stub = int(known) if known else STUB_FRAME + prune.outline_budget(tokens)
+        out[name] = tokens - stub if worth_it(tokens, stub) else 0
+    return out
+
+
+class AutoOverhead:
+    """``overhead = auto`` at work: after each committed write of an auto task, fold its new results into
+    every mode's running account (``core/task/overhead.py``) and move the task's prune mode to the mode
+    ``choose`` picks (one ``state_flag`` event, journaled with the reason). Tasks in any other mode are
+    left alone."""
+
+    def __init__(self, tasks: TaskService) -> None:
+        self.tasks = tasks
+        self._costs: OrderedDict[str, tuple[int, Costs, str]] = OrderedDict()  # task -> (cursor, costs, mode)
+        self._tracked: OrderedDict[str, None] = OrderedDict()  # auto tasks seen by plan (start, or any call)
+        self._pending: set[asyncio.Task[None]] = set()
+        self._lock = asyncio.Lock()  # one fold at a time: a task's account is never folded twice at once
+
+    def track(self, state: TaskState) -> None:
+        """Remember an auto task (plan sees every task it starts, and any task after a restart)."""
+        if state.flags.get("overhead_mode") == AUTO and not state.closed:
+            self._tracked[state.task_id] = None
+            self._tracked.move_to_end(state.task_id)
+            while len(self._tracked) > AUTO_TASKS:
+                self._tracked.popitem(last=False)
+
+    def on_change(self, task_id: str) -> None:
+        """Change listener (synchronous, O(1) for tasks that are not auto): schedule the fold."""
+        if task_id not in self._tracked:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        job = loop.create_task(self._adapt(task_id))
+        self._pending.add(job)
+        job.add_done_callback(self._pending.discard)
+
+    async def settled(self) -> None:
+        """Wait for the folds scheduled so far (tests, shutdown)."""
+        while self._pending:
+            await asyncio.gather(*list(self._pending), return_exceptions=True)
+
+    async def _adapt(self, task_id: str) -> None:
+        async with self._lock:
+            await self._fold(task_id)
+
+    async def _fold(self, task_id: str) -> None:
+        try:
+            state = await self.tasks.get(task_id)
+            if state.flags.get("overhead_mode") != AUTO or state.closed:
+                self._tracked.pop(task_id, None)
+                return
+            known = self._costs.pop(task_id) if task_id in self._costs else None
+            cursor, costs, current = known or (0, Costs.empty(), "bystander")
+            if cursor == 0:
+                add_manifest(costs, estimate_tokens(build_manifest(state)))
+            for ev in await self.tasks.events(task_id, cursor):
+                cursor = ev.seq
+                if ev.kind not in ("tool_result", "tool_failure"):
+                    continue
+                costs.next_prompt()
+                command = shell_command(str(ev.payload.get("tool") or ""), ev.payload.get("args"))
+                effect = analyse(command) if command else None
+                runs = effect is not None and (effect.writes or effect.reads is None)
+                add_call(costs, offload_saving(ev.payload), PRECHECK_TOKENS, runs)
+            mode = choose(costs, current)
+            self._costs[task_id] = (cursor, costs, mode)
+            while len(self._costs) > AUTO_TASKS:
+                self._costs.popitem(last=False)
+            target = MODES[mode].prune_mode
+            if state.flags.get("prune_mode") != target:
+                why = (f"auto: {mode} would have carried {costs.net(mode) - costs.net(current):,} fewer tokens "
+                       f"than {current} so far" if mode != current else f"auto: {mode}")
+                await self.tasks.append(task_id, "state_flag", {"name": "prune_mode", "value": target, "why": why,
+                                                                "source": "bosun"})
+        except (NotFound, InvalidInput):  # the task went away or closed meanwhile: nothing to adapt
+            return
+        except Exception:
+            log.exception("auto overhead mode: task %s (ignored)", task_id)
+
+
 class PlanService:
     """The plan tool's logic, and the views the task resources and the resume prompt show."""
 
@@ -297,10 +418,14 @@ class PlanService:
         config = getattr(getattr(tasks, "engine", None), "config", None)
         self.project = check_project(project or getattr(config, "project", None) or DEFAULT_PROJECT,
                                      "BOSUN_PROJECT")
-        self.overhead = check_mode(overhead or getattr(config, "overhead_mode", None) or AUTO,
+        self.overhead = check_mode(overhead or getattr(config, "overhead_mode", None) or DEFAULT_MODE,
                                    "BOSUN_OVERHEAD_MODE")
         self.cache_ttl_s = float(getattr(config, "cache_ttl_s", 300.0))
         self.prune_threshold = int(getattr(config, "prune_threshold_tokens", 40_000))
+        self.auto = AutoOverhead(tasks)
+        changes = getattr(tasks, "changes", None)
+        if changes is not None:
+            changes.add(self.auto.on_change)
 
     async def _share(self, state: TaskState, events: list[tuple[str, dict[str, Any]]], agent: str | None) -> None:
         """Copy project / agent / global memory the task just recorded into that scope's journal.
@@ -359,7 +484,8 @@ class PlanService:
             overhead = check_mode(req.overhead, "more.overhead") if req.overhead is not None else self.overhead
             blank = TaskState(task_id="")
             extra = [("task_scoped", {"project": project})] if project != DEFAULT_PROJECT else []
-            extra += mode_events(overhead, "set at start" if req.overhead else "the server's default")
+            if req.overhead is not None or overhead != DEFAULT_MODE:
+                extra += mode_events(overhead, "set at start" if req.overhead else "BOSUN_OVERHEAD_MODE")
             extra += _update_events(blank, {"lessons": lessons, "memory": memory, "declare": declare,
                                             "flags": req.flags, "why": req.why})
             report = None
@@ -371,6 +497,7 @@ class PlanService:
                                     plan=steps or [], budget={"tokens": budget_tokens} if budget_tokens else {},
                                     agent=agent, extra=extra)  # one statement: the task never exists half-made
             await self._share(state, extra, agent)
+            self.auto.track(state)
             out = _base(state, await svc.check_seal(state.task_id, None, state), carry=False)
             if report is not None:
                 out["rules"] = _head_summary(report)
@@ -384,6 +511,7 @@ class PlanService:
             raise InvalidInput("task_id", f"{task_id} is a shared-memory journal, written through a task",
                                "plan(mode='update', task_id=<your task>, more={'memory': [{scope, key, text}]})")
         before = await svc.get(task_id)
+        self.auto.track(before)
         drift = await svc.check_seal(task_id, seal, before)  # against the state the agent has not seen yet
         if mode == "update":
             if req.project is not None or req.overhead is not None:
