@@ -173,3 +173,16 @@ def test_config_reads_the_start_switches() -> None:
 
     with pytest.raises(ConfigError, match="BOSUN_RUN_START"):
         Config.from_env({"BOSUN_RUN_START": "maybe"})
+
+
+def test_the_observe_endpoint_wants_the_token_and_a_spool_name(live: tuple[Path, Engine]) -> None:
+    from bosun.server.commands.hook import post_json
+
+    home, _ = live
+    url = json.loads((home / "daemon.json").read_text())["url"].replace("/mcp", "/v1/observe")
+    body = {"command": "make", "spool": "run-1-x.out", "exit_code": 0}
+    assert post_json(url, body, None, 10)[0] == 401
+    status, payload = post_json(url, {**body, "spool": "../bosun.db"}, "t0k", 10)
+    assert status == 400 and b"spool" in payload
+    status, payload = post_json(url, {**body, "spool": "run-9-missing.out"}, "t0k", 10)
+    assert status == 400 and b"could not be read" in payload
