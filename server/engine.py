@@ -227,10 +227,18 @@ class Engine:
             if self._embedding_store is not None:
                 await self._embedding_store.put_many(emb.model_id(), zip(first, fresh, strict=True))
         out = np.empty((len(texts), emb.dimension()), dtype=np.float32)
+        evicted = []
         for i, key in enumerate(keys):
             cached = emb.get(key)
-            # evicted between put and read under a tiny LRU: recompute
-            out[i] = cached if cached is not None else emb.inner.embed([texts[i]])[0]
+            if cached is None:  # evicted between put and read under a tiny LRU: recompute
+                evicted.append(i)
+            else:
+                out[i] = cached
+        if evicted:  # in a thread like every model call: inference on the loop would stall every agent
+            async with self._embed_lock:
+                again = await self.background.in_thread(emb.inner.embed, [texts[i] for i in evicted])
+            for row, i in enumerate(evicted):
+                out[i] = again[row]
         return out
 
     def health(self, detail: bool = True) -> dict[str, Any]:

@@ -8,6 +8,7 @@ outside the roots.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import stat
 from pathlib import Path
@@ -76,10 +77,8 @@ class FileService:
             raise InvalidInput("path", f"{path} resolves outside BOSUN_ROOTS (symlink or absolute path)", roots)
         raise NotFound("file", path, f"not found under {roots}")
 
-    async def observe_file(self, task_id: str, path: str, agent: str | None = None) -> dict[str, Any]:
-        """Record a file the agent read: path, sha256 (of the scrubbed bytes), mtime, size; content as a ref.
-
-        Checked and read through one descriptor opened beneath the root: what is checked is what is read."""
+    def _read_scrubbed(self, path: str) -> tuple[Path, os.stat_result, bytes, dict[str, int], int]:
+        """The file's real path, stat, scrubbed bytes, redaction counts and token count (blocking)."""
         fd, real = self._open(path)
         try:
             st = os.fstat(fd)
@@ -94,17 +93,24 @@ class FileService:
                 raise InvalidInput("path", f"{path} could not be read: {exc.strerror or 'error'}") from exc
         finally:
             os.close(fd)
-        state = await self.tasks.get(task_id)
         if len(raw) > limit:
             raise InvalidInput("path", f"{path} grew past the limit of {limit} bytes while being read")
         data, redactions = self.redactor.redact_bytes(raw)
-        text = data.decode("utf-8", "replace")
+        return real, st, data, dict(redactions), fast_tokens(data.decode("utf-8", "replace"))
+
+    async def observe_file(self, task_id: str, path: str, agent: str | None = None) -> dict[str, Any]:
+        """Record a file the agent read: path, sha256 (of the scrubbed bytes), mtime, size; content as a ref.
+
+        Checked and read through one descriptor opened beneath the root: what is checked is what is read."""
+        state = await self.tasks.get(task_id)
+        # open, read, scrub and count off the event loop: an 8 MB file must not stall every other agent
+        real, st, data, redactions, tokens = await asyncio.to_thread(self._read_scrubbed, path)
         ref = await self.engine.refs.put(data, MEDIA_TEXT)
         digest = ref.rsplit(":", 1)[1]
         prev = state.files.get(str(real))
         answer: dict[str, Any] = {
             "path": str(real), "sha256": short_ref(digest).rsplit(":", 1)[1], "size": st.st_size,
-            "mtime": round(st.st_mtime, 3), "tokens": fast_tokens(text), "ref": short_ref(digest),
+            "mtime": round(st.st_mtime, 3), "tokens": tokens, "ref": short_ref(digest),
             "changed": None if prev is None else prev.get("sha256") != digest,
         }
         if redactions:

@@ -6,6 +6,7 @@ through the store's prefix index, for recall and for drop receipts.
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Any
 
 from bosun.core.offload.offload import short_ref
@@ -17,6 +18,8 @@ from bosun.store.refs import make_ref
 
 if TYPE_CHECKING:
     from bosun.server.engine import Engine
+
+OFF_LOOP_BYTES = 256 * 1024  # smaller payloads answer in well under a millisecond: a thread hop would cost more
 
 
 class RefResolver:
@@ -48,7 +51,10 @@ class RecallService:
         """
         digest = await self.resolver.resolve(ref)
         data = await self.engine.refs.get(digest)
-        res = run_query(data, op, **query)
+        # scoring a query over a large payload is pure Python: in a thread the event loop keeps serving
+        # the other agents (the GIL is handed over every few ms) instead of waiting for the whole scan
+        res = await asyncio.to_thread(run_query, data, op, **query) if len(data) > OFF_LOOP_BYTES else \
+            run_query(data, op, **query)
         out: dict[str, Any] = {"ref": short_ref(digest), "op": op, "text": res.text, "total_bytes": res.total_bytes,
                                "total_lines": res.total_lines, "truncated": res.truncated}
         if res.note:
