@@ -47,6 +47,25 @@ def peak_rss_kb(argv: list[str], env: dict[str, str]) -> int:
     return int(done.stderr.decode().strip().splitlines()[-1])
 
 
+def post_latency(home: Path, daemon: dict[str, object], rounds: int) -> list[float]:
+    """Milliseconds of one ``POST /v1/observe`` of a one-line spool, as ``bosun run`` sends it."""
+    from bosun.server.commands.hook import post_json
+
+    url = str(daemon["url"]).replace("/mcp", "/v1/observe")
+    token = daemon.get("token")
+    spool = home / "spool"
+    spool.mkdir(exist_ok=True, mode=0o700)
+    out = []
+    for i in range(rounds):
+        name = f"run-bench-{i}.out"
+        (spool / name).write_bytes(b"hello %d\n" % i)
+        t0 = time.perf_counter()
+        post_json(url, {"command": f"echo {i}", "spool": name, "exit_code": 0, "session": "bench"},
+                  token if isinstance(token, str) else None, 30.0)
+        out.append((time.perf_counter() - t0) * 1000)
+    return out
+
+
 def rss_kb(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -96,9 +115,11 @@ def main() -> int:
         for _ in range(args.rounds):
             py.append(timed([sys.executable, "-P", "-c", "pass"], env))
             imp.append(timed([sys.executable, "-P", "-c", "import bosun.server.commands.run"], env))
+        post = post_latency(home, daemon, args.rounds)
         lines.append(f"Where it goes (same run): `python -P -c pass` p50 {statistics.median(py):.1f} ms; importing "
-                     f"the run module adds {statistics.median(imp) - statistics.median(py):.1f} ms; the rest (spool, "
-                     f"the daemon's observe over HTTP, printing) is what remains of the overhead.")
+                     f"the run module adds {statistics.median(imp) - statistics.median(py):.1f} ms; the daemon's "
+                     f"`/v1/observe` of a small spool (HTTP round trip, journal write) p50 {statistics.median(post):.1f} "
+                     "ms; the rest is spawning the command through `bash -c` and the spool.")
         idle = peak_rss_kb(wrapped("true"), env)
         before = rss_kb(pid)
         big_cmd = f"yes 'bosun run memory probe: a line of ordinary text 0123456789' | head -c {args.mb * 1_000_000}"

@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import signal
 import subprocess
 import sys
@@ -64,7 +63,7 @@ def open_spool(home: Path) -> tuple[str, int]:
     """A fresh spool file (0600, in a 0700 directory): its name and a write descriptor."""
     spool_dir = home / "spool"
     spool_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-    name = f"run-{os.getpid()}-{secrets.token_hex(4)}.out"
+    name = f"run-{os.getpid()}-{os.urandom(4).hex()}.out"
     fd = os.open(spool_dir / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     return name, fd
 

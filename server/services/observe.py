@@ -390,8 +390,7 @@ class ObserveService:
         key = session if isinstance(session, str) and session.strip() else "default"
         task_id = "run-" + hashlib.sha256(key.encode("utf-8", "replace")).hexdigest()[:12]
         try:
-            await self.tasks.get(task_id)
-            await self.tasks.events(task_id, since_seq=0)
+            await self.tasks.get(task_id)  # cached after the first call: no journal read
         except NotFound:
             try:
                 await self.tasks.start(objective="commands run through bosun run", task_id=task_id)
