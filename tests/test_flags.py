@@ -162,3 +162,12 @@ def test_a_person_sets_and_clears_a_flag_from_the_shell(home: Path, capsys: pyte
     assert run("clear", tid, "review_approved", "--why", "new commits", "--by", "bob") == 0
     assert "review_approved" not in json.loads(capsys.readouterr().out)["flags"]
     assert run("list", tid) == 0
+
+
+async def test_the_resume_prompt_lists_the_flags(client: Client) -> None:
+    tid = _sc(await _plan(client, mode="start", objective="o"))["task_id"]
+    _sc(await _plan(client, mode="update", task_id=tid, agent="alice",
+                    more={"flags": {"review_approved": True}, "why": "PR #12 approved"}))
+    prompt = await client.get_prompt("task-resume", {"task_id": tid})
+    text = prompt.messages[0].content.text  # type: ignore[union-attr]
+    assert "review_approved=true (by alice: PR #12 approved)" in text

@@ -298,6 +298,10 @@ def resume_prompt(state: TaskState) -> str:
     ]
     if view["lessons"]:
         lines += ["Lessons:", *[f"  - {t}" for t in view["lessons"]]]
+    if view["flags"]:
+        lines += ["Flags (invariants test these):",
+                  *[f"  - {name}={json.dumps(f['value'])} (by {f['by'] or f['source']}: {f['why'] or 'evidence'})"
+                    for name, f in view["flags"].items()]]
     if view["failures"]:
         lines += ["Failures seen (do not repeat blindly):",
                   *[f"  - {f['tool']}: {f['error']} (x{f['attempts']})" for f in view["failures"]]]
