@@ -117,3 +117,15 @@ def test_in_process_without_a_daemon(home: Path, capsys: pytest.CaptureFixture[s
     out = json.loads(capsys.readouterr().out)
     assert out["via"] == "in-process"
     assert out["hits"] and out["hits"][0]["name"] == "production-deploys"
+
+
+def test_compass_context_for_the_hook(home: Path, tmp_path: Path, fake_daemon: list[dict[str, Any]]) -> None:
+    assert cmd.compass_context(home, "rain in Oslo?") == ""  # no tool list kept: nothing, no call
+    assert fake_daemon == []
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"name": "get_weather", "description": "weather for a city"}]))
+    assert run(home, "--tools", str(tools), "--save-tools", "rain in Oslo?") == 0
+    assert json.loads((home / "tools.json").read_text())[0]["name"] == "get_weather"
+    text = cmd.compass_context(home, "rain in Oslo?")
+    assert text.startswith("bosun tool compass: ") and "production-deploys" in text  # the stand-in's answer
+    assert fake_daemon[-1]["tools"][0]["name"] == "get_weather"

@@ -30,6 +30,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the route answer as JSON")
     parser.add_argument("--top-k", type=int, default=None, help="max hits (1-10; default 2, 3 with --tools)")
     parser.add_argument("--tools", help="JSON file of the harness's tools [{name, description}]: rank those")
+    parser.add_argument("--save-tools", action="store_true",
+                        help="also keep --tools as $BOSUN_HOME/tools.json, the list the hook's compass reads")
     parser.add_argument("--local", action="store_true", help="do not use a running daemon; route in-process")
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the daemon (default 10)")
     parser.add_argument("--home", help="state directory (default $BOSUN_HOME or ~/.bosun)")
@@ -78,6 +80,23 @@ def render_tools(result: dict[str, Any], limit: int = 512) -> str:
     return text if len(data) <= limit else data[: limit - 3].decode("utf-8", "ignore").rstrip() + "..."
 
 
+def compass_context(home: Path, prompt: str, timeout: float = 2.0) -> str:
+    """For the UserPromptSubmit hook: the compass paragraph for ``prompt`` over ``home/tools.json``.
+
+    Claude Code's hook input carries no tool list, so the harness's tools are kept in a file
+    (``bosun route --save-tools FILE`` copies one there); '' when there is no file, no daemon, or no
+    tool fits. Stdlib only, like the hook: the daemon does the ranking (one warm index per tool list).
+    """
+    path = home / TOOLS_FILE
+    if not path.exists():
+        return ""
+    try:
+        answer = via_daemon(home, {"prompt": prompt, "tools": load_tool_list(path)}, timeout)
+    except ValueError:
+        return ""
+    return render_tools(answer) if answer else ""
+
+
 def via_daemon(home: Path, body: dict[str, Any], timeout: float) -> dict[str, Any] | None:
     """The daemon's answer, or None when no daemon is reachable (then the caller routes in-process)."""
     from bosun.server.commands.hook import post_json, route_url
@@ -124,6 +143,12 @@ def run(args: argparse.Namespace) -> int:
     prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
     try:
         tools = load_tool_list(Path(args.tools).expanduser()) if args.tools else None
+        if args.save_tools:
+            if tools is None:
+                raise ValueError("--save-tools needs --tools FILE")
+            home = config_of(args).home
+            home.mkdir(parents=True, exist_ok=True)
+            (home / TOOLS_FILE).write_text(json.dumps(tools), encoding="utf-8")
         body: dict[str, Any] = {"prompt": prompt}
         if args.top_k is not None:
             body["top_k"] = args.top_k
