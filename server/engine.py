@@ -259,5 +259,8 @@ class Engine:
             },
             "route_index": self.policies.index_state(),
             "store": {"path": str(self.config.db_path), "schema_version": SCHEMA_VERSION},
+            "admission": None if self.admission is None else {
+                "max_inflight": self.admission.max_inflight, "waiting": self.admission.waiting,
+                "refused": self.admission.refused},
             "uptime_s": round(time.time() - self.started_at, 3),
         }
