@@ -64,6 +64,8 @@ def compress(text: str) -> View:
             changes["redraws"] += shown != ln
             cleaned.append(shown)
         lines = cleaned
+    # digit shapes of every line in one regex pass over the whole text (a newline is never a digit)
+    shapes = DIGITS.sub("#", "\n".join(lines)).split("\n")
     out: list[str] = []
     i = 0
     n = len(lines)
@@ -78,10 +80,10 @@ def compress(text: str) -> View:
             changes["repeats"] += 1
             i = j
             continue
-        shape = DIGITS.sub("#", line)
+        shape = shapes[i]
         j = i + 1
         if shape != line:
-            while j < n and lines[j] != lines[j - 1] and DIGITS.sub("#", lines[j]) == shape:
+            while j < n and shapes[j] == shape and lines[j] != lines[j - 1]:
                 j += 1
         if j - i >= MIN_RUN + 1:
             out.append(line)

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
 INTENT_MAX = 300  # tokens of intent lines at most (also at most the room the stub leaves under half the result)
-VIEW_TRY_SHRINK = 8
+VIEW_NOISY_MAX = 262_144  # characters: above this an offloaded output keeps its stub without a view pass
 THREAD_ABOVE = 65_536  # characters: CPU work on larger outputs (view, intent) runs on a worker thread
 COMPACT_EVERY = 8  # results between compaction checks
 COMPACT_MIN_TOKENS = 500  # suggest compaction only when it would free at least this much
@@ -248,9 +248,11 @@ class ObserveService:
             if found is not None:
                 answer["focus"] = found.text
                 cost = answer_tokens(answer)
-        # with a stub in hand, a view must shrink the output below the stub's cost to win: tried only when
-        # that takes at most an 8x shrink (a megabyte of output is not worth a line pass to find out)
-        if offload is not False and tokens > VIEW_MIN_TOKENS and (stub is None or tokens <= VIEW_TRY_SHRINK * cost):
+        # with a stub in hand, the view must shrink the output below the stub's cost: worth a line pass
+        # up to 64 KB, or up to 256 KB when terminal noise (ANSI, redraws) makes a big shrink likely
+        if offload is not False and tokens > VIEW_MIN_TOKENS and (
+                stub is None or len(text) <= THREAD_ABOVE
+                or (len(text) <= VIEW_NOISY_MAX and ("\x1b" in text or "\r" in text))):
             answer, stub, cost = await self._view(text, digest, tokens, redacted, answer, stub, cost)
         offloaded = stub is not None
         if answer is None:
