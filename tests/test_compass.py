@@ -126,3 +126,20 @@ async def test_route_tool_reports_progress_to_a_listening_client(real_engine: En
         res = await c.call_tool("route", {"prompt": "forecast for Rome", "tools": TOOLS}, progress_callback=on_progress)
     assert not res.is_error
     assert got  # a new tool list is indexed while the client listens
+
+
+async def test_first_route_reports_index_progress_to_a_listening_client(engine: Engine,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    from bosun.server.tools import route as route_tool
+
+    monkeypatch.setattr(route_tool, "PROGRESS_EVERY_S", 0.001)
+    messages: list[str] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        messages.append(message or "")
+
+    async with Client(create_server(engine)) as c:
+        assert engine.policies.served is None  # the index is still building when the first route arrives
+        res = await c.call_tool("route", {"prompt": "roll back the deploy"}, progress_callback=on_progress)
+    assert not res.is_error
+    assert messages and all(m.startswith("route index") for m in messages)
