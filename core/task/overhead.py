@@ -11,9 +11,9 @@ mode       manifest  offload fresh results (prune mode)     precheck in the agen
 =========  ========  =====================================  =================================
 bystander  no        from 2,000 tokens (``conservative``)   none (``bosun run`` still offloads)
 light      yes       from 800 tokens (``balanced``)         none
-standard   yes       from 500 tokens (``cache_ttl``)        calls that write or run a program
+standard   yes       any its stub halves (``cache_ttl``)    calls that write or run a program
                                                             (where repeated failures happen)
-full       yes       from 250 tokens (``aggressive``)       every call
+full       yes       any its stub halves (``aggressive``)   every call
 =========  ========  =====================================  =================================
 
 ``auto`` starts as bystander and moves to the mode that would have carried the
