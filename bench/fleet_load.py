@@ -7,7 +7,7 @@ Every agent is an SDK ``Client``: most over streamable HTTP, a share (``--bridge
 machine, each ``--seconds`` long per client count:
 
 * ``noop``: the baseline, an ``MCPServer`` with one no-op tool served the same way
-  (``bench/transport_bench.py noop-server``), called by the same number of HTTP agents.
+  (``bench/transport_bench.py noop-server``), called by the same agents (HTTP and bridged alike).
 * ``small``: bosun's smallest real call, ``recall`` of 5 lines of a stored 25 KB ref by its 16-hex
   short ref (the lookup that made writes fail with "database is locked").
 * ``mixed``: each agent loops over observe (a 2-40 KB result, offloaded when large) -> recall by short ref
@@ -133,12 +133,11 @@ async def run_phase(phase: Phase, clients: list[Any], agent: Callable[[Any, int,
     phase.rss_after_kb = rss_kb(pid)
 
 
-async def noop_phase(url: str, pid: int, n: int, seconds: float) -> Phase:
-    from mcp import Client
-
+async def noop_phase(url: str, home: Path, pid: int, n: int, seconds: float, bridges: int) -> Phase:
+    """The same agents (HTTP and bridged alike: a bridge attaches to any daemon.json) calling a no-op tool."""
     phase = Phase("noop (baseline)", n, seconds)
     async with AsyncExitStack() as stack:
-        clients = [await stack.enter_async_context(Client(url)) for _ in range(n)]
+        clients = await open_clients(stack, url, home, n, bridges)
 
         async def agent(client: Any, _: int, stop_at: float) -> None:
             while time.monotonic() < stop_at:
@@ -217,18 +216,18 @@ async def main(args: argparse.Namespace) -> str:
     notes = []
     with tempfile.TemporaryDirectory(prefix="bosun-fleet-") as tmp:
         for n in args.clients:
+            bridges = round(n * args.bridges)
             noop_home = Path(tmp) / f"noop-{n}"
             noop = spawn(noop_cmd(noop_home, False), Path(tmp) / f"noop-{n}.log")
             try:
                 daemon = await wait_daemon(noop_home, noop.pid)
-                base = await noop_phase(str(daemon["url"]), noop.pid, n, args.seconds)
+                base = await noop_phase(str(daemon["url"]), noop_home, noop.pid, n, args.seconds, bridges)
             finally:
                 stop(noop)
             home = Path(tmp) / f"bosun-{n}"
             proc = spawn(["-m", "bosun", "serve", "--port", "0", "--home", str(home)], Path(tmp) / f"bosun-{n}.log")
             try:
                 daemon = await wait_daemon(home, proc.pid, ready=True)
-                bridges = round(n * args.bridges)
                 phases = await bosun_phases(str(daemon["url"]), home, proc.pid, n, args.seconds, bridges)
             finally:
                 stop(proc)
