@@ -171,12 +171,17 @@ def _reject_unknown_prompts(mcp: MCPServer[Engine]) -> Any:
 
 
 async def _announce_resource_list_changes(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
-    """A 2025 session is told that ``resources/list_changed`` is sent (the policy corpus changes); the SDK
-    derives ``listChanged`` from options the high-level server never passes, so the answer is amended."""
+    """A 2025 session is told what bosun serves beyond the SDK's defaults: ``logging`` (setLevel),
+    ``resources.subscribe`` and ``resources.listChanged`` (the policy corpus changes). Those methods are
+    served as middleware (server/protocol/sessions.py), which the SDK's capability derivation cannot see,
+    so the ``initialize`` answer is amended."""
     result = await call_next(ctx)
     if ctx.method == "initialize" and isinstance(result, dict):
-        resources = result.get("capabilities", {}).get("resources")
+        capabilities = result.setdefault("capabilities", {})
+        capabilities.setdefault("logging", {})
+        resources = capabilities.get("resources")
         if isinstance(resources, dict):
+            resources["subscribe"] = True
             resources["listChanged"] = True
     return result
 

@@ -33,7 +33,7 @@ from mcp.server.context import CallNext, ServerRequestContext
 from mcp.types import LOG_LEVEL_META_KEY
 
 from bosun.core.redact import default_redactor
-from bosun.server.protocol.sessions import connection_of, is_modern
+from bosun.server.protocol.sessions import connection_of, is_modern, serve_legacy_method
 
 ROOT_LOGGER = "bosun"
 # MCP (RFC 5424) levels as Python level numbers; notice, alert and emergency sit between Python's
@@ -239,6 +239,7 @@ class LogForwarder(logging.Handler):
 
 
 def register(mcp: MCPServer[Any], forwarder: LogForwarder) -> None:
-    """Serve ``logging/setLevel`` and route log records per session (see the module docstring)."""
-    mcp._lowlevel_server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, forwarder.set_level)
+    """Serve ``logging/setLevel`` (2025 sessions; served as middleware, the SDK's public seam: 2026 requests
+    pass on to the SDK's -32601) and route log records per session (see the module docstring)."""
+    mcp.middleware.append(serve_legacy_method("logging/setLevel", types.SetLevelRequestParams, forwarder.set_level))
     mcp.middleware.append(forwarder.middleware())

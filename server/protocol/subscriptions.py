@@ -30,7 +30,7 @@ from mcp.server import MCPServer
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, SubscriptionBus
 
-from bosun.server.protocol.sessions import connection_of, is_modern
+from bosun.server.protocol.sessions import connection_of, is_modern, serve_legacy_method
 
 log = logging.getLogger("bosun.server")
 
@@ -142,7 +142,8 @@ async def _quietly(send: Coroutine[Any, Any, None]) -> None:
 
 def register(mcp: MCPServer[Any], subscriptions: Subscriptions) -> None:
     """Serve ``resources/subscribe`` and ``resources/unsubscribe`` (2025 sessions)."""
-    server = mcp._lowlevel_server
-    server.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscriptions.subscribe)
-    server.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams, subscriptions.unsubscribe)
+    mcp.middleware.append(serve_legacy_method("resources/subscribe", types.SubscribeRequestParams,
+                                              subscriptions.subscribe))
+    mcp.middleware.append(serve_legacy_method("resources/unsubscribe", types.UnsubscribeRequestParams,
+                                              subscriptions.unsubscribe))
     mcp.middleware.append(subscriptions.middleware())
