@@ -32,12 +32,14 @@ def main() -> int:
     ap.add_argument("--singles", type=int, default=1500)
     ap.add_argument("--modes", default="off,add,prefer")
     ap.add_argument("--limit", type=int, default=3)
-    ap.add_argument("--levels", default="", help="threshold,gate quantiles of the null (default: calibrate.py's)")
+    ap.add_argument("--levels", default="", help="threshold,gate[,clause threshold,clause gate] quantiles of the null (default: calibrate.py's)")
     args = ap.parse_args()
     if args.levels:
         from bosun.core.routing import calibrate
 
-        calibrate.THRESHOLD_LEVEL, calibrate.GATE_LEVEL = (float(x) for x in args.levels.split(","))
+        levels = [float(x) for x in args.levels.split(",")]
+        calibrate.THRESHOLD_LEVEL, calibrate.GATE_LEVEL = levels[:2]
+        calibrate.CLAUSE_THRESHOLD_LEVEL, calibrate.CLAUSE_GATE_LEVEL = levels[2:4] if len(levels) > 2 else levels[:2]
     emb = load_model()
     print(HEADER)
     mt15: dict[str, list[dict[str, dict[str, float]]]] = {}

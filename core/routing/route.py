@@ -689,15 +689,16 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     self-calibration (``calibrate.py``) unless given here; False uses the operating point's own
     (an explicit TOML point calibrated with labels).
 
-    ``clause_vecs``: the prompt's clauses (``clauses.clauses``) with their vectors. Once the whole
-    prompt has routed a document, each clause is scored as a prompt of its own, and its best document,
-    when the same decision admits it at the first-document bar, is the second hit (see
-    ``_clause_hit``): a two-intent prompt gets a document per intent.
+    ``clause_vecs``: the prompt's clauses (``clause_texts``) with their vectors. Each clause is scored as
+    a prompt of its own; its best document, when the same decision admits it at the clause bar of the
+    self-calibration (never below the prompt's first-document bar), fills a free slot, also when the
+    whole prompt abstained (``_clause_hits``): a two-intent prompt gets a document per intent.
     """
     k = op.top_k if top_k is None else top_k
     cal = index.calibration if calibrated else None
     thr = threshold if threshold is not None else (cal.threshold if cal else op.threshold)
     next_thr = threshold if threshold is not None else (cal.next_threshold if cal else thr)
+    explicit_gate = solo_bg_z
     if solo_bg_z is None and cal is not None:
         solo_bg_z = cal.solo_bg_z
     if len(index) == 0 or k <= 0:
@@ -714,7 +715,11 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
         hits.append(_hit(index, sc, doc, prompt, p, use_semantic))
     if clause_vecs and clause_mode != "off" and (hits or clause_mode == "any") and len(hits) < k:
         taken = {h.name for h in hits}
-        for extra in _clause_hits(index, op, clause_vecs, taken, thr, solo_bg_z, use_lexical, use_semantic):
+        cthr = threshold if threshold is not None else (
+            cal.clause_threshold if cal is not None and cal.clause_threshold is not None else thr)
+        cgate = (cal.clause_solo_bg_z if explicit_gate is None and cal is not None
+                 and cal.clause_solo_bg_z is not None else solo_bg_z)
+        for extra in _clause_hits(index, op, clause_vecs, taken, cthr, cgate, use_lexical, use_semantic):
             if len(hits) < k and extra.name not in taken:
                 hits.append(extra)
                 taken.add(extra.name)
