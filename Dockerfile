@@ -48,19 +48,15 @@ RUN --mount=type=secret,id=ca \
     if [ -s /run/secrets/ca ]; then export PIP_CERT=/run/secrets/ca; fi \
  && /opt/bosun/bin/pip install -c constraints.txt -r requirements.txt setuptools wheel
 
-# The project itself, as a wheel built without network (setuptools and wheel come from the lock
-# above); package data (tokenizer files, demo policies) travels inside it. /src stays in this stage.
-FROM build AS wheel
+# The project itself, built without network (setuptools and wheel come from the lock above); package
+# data (tokenizer files, demo policies) travels inside the wheel. /src stays in this stage.
 COPY pyproject.toml README.md ./
 COPY bosun ./bosun
 COPY core ./core
 COPY store ./store
 COPY server ./server
-RUN /opt/bosun/bin/pip wheel --no-deps --no-build-isolation -w /wheels .
-
-# The dependencies alone, without the build tools: the layer the image copies, unchanged by a source edit.
-FROM build AS venv
-RUN /opt/bosun/bin/pip uninstall -y setuptools wheel
+RUN /opt/bosun/bin/pip install --no-deps --no-build-isolation . \
+ && /opt/bosun/bin/pip uninstall -y setuptools wheel pip
 
 # ---- the image: Python, the virtualenv, an unprivileged user, the verified model ----------------
 FROM python:3.11-slim
@@ -83,11 +79,7 @@ RUN groupadd --gid 10001 bosun \
             --shell /usr/sbin/nologin bosun \
  && install -d -o 10001 -g 10001 -m 0700 /data
 
-COPY --from=venv /opt/bosun /opt/bosun
-# bosun itself on top (a small layer per source edit); pip leaves the virtualenv with it.
-RUN --mount=type=bind,from=wheel,source=/wheels,target=/wheels \
-    /opt/bosun/bin/pip install --no-deps /wheels/*.whl \
- && /opt/bosun/bin/pip uninstall -y pip
+COPY --from=build /opt/bosun /opt/bosun
 
 USER 10001:10001
 WORKDIR /data

@@ -98,9 +98,7 @@ def final(parsed: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def test_image_shape(parsed: list[tuple[str, str]], final: list[tuple[str, str]]) -> None:
-    bases = [s[0][1].split()[0] for s in stages(parsed)]
-    names = [s[0][1].split()[-1] for s in stages(parsed)[:-1]]
-    assert all(b == "python:3.11-slim" or b in names[:i] for i, b in enumerate(bases)), bases
+    assert all(s[0][1].startswith("python:3.11-slim") for s in stages(parsed))
     assert final[0] == ("FROM", "python:3.11-slim")
     keywords = [kw for kw, _ in final]
     assert ("EXPOSE", "8790") in final
@@ -132,11 +130,9 @@ def test_user_and_group_ids_are_pinned_and_nothing_lands_in_data(final: list[tup
     assert cache and not cache.group(1).startswith("/data"), "onnxruntime writes its device id under the cache"
 
 
-def test_sources_stay_in_the_build_stages(final: list[tuple[str, str]]) -> None:
+def test_sources_stay_in_the_build_stage(final: list[tuple[str, str]]) -> None:
     copies = [rest for kw, rest in final if kw == "COPY"]
-    assert copies and all(c.startswith("--from=") for c in copies), copies
-    install = next(rest for kw, rest in final if kw == "RUN" and "/wheels" in rest)
-    assert "--mount=type=bind,from=wheel" in install, "the wheel is mounted, never copied into a layer"
+    assert copies and all(c.startswith("--from=build ") for c in copies), copies
     assert not any(kw == "WORKDIR" and rest == "/src" for kw, rest in final)
 
 
