@@ -15,11 +15,10 @@ import hmac
 import json
 import logging
 import time
-from typing import Annotated, Any
+from typing import Any
 
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
-from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -55,9 +54,9 @@ async def route(
     prompt: str,
     ctx: Context[Engine],
     top_k: int | None = None,
-    tools: Annotated[list[Any] | None, Field(description="{name,description}")] = None,
+    tools: list[Any] | None = None,
 ) -> dict[str, Any]:
-    """Policies that bear on a prompt (read with get_policy); given tools, the ones that fit."""
+    """Policies bearing on a prompt (read via get_policy); tools=[{name,description}]: which fit."""
     engine = ctx.request_context.lifespan_context
     arrived = time.perf_counter()
     progress = Progress(ctx)

@@ -28,9 +28,9 @@ async def select_context(
     budget_tokens: Annotated[int, Field(ge=0)] = 2000,
     strategy: StrategyName = DEFAULT_STRATEGY,
     iterative: bool = True,
-    options: Annotated[dict[str, Any] | None, Field(description="docs/select_context.md")] = None,
+    options: Annotated[dict[str, Any] | None, Field(description="max_items, show_rejected, ...")] = None,
 ) -> dict[str, Any]:
-    """The candidates worth adding within budget_tokens: relevant to goal, new to context (items already in the prompt)."""
+    """The candidates worth adding within budget_tokens: relevant to goal, new to context (already in the prompt)."""
     params, show_rejected, include_text = options_params(options, iterative)
     return await ctx.request_context.lifespan_context.select.select(
         goal, candidates, context, budget_tokens, strategy, params, show_rejected, include_text,
