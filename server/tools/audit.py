@@ -48,7 +48,7 @@ async def filter_sources(
     ctx: Context[Engine],
     config: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Keep the chunks an allowlist of sources admits, saying why others were dropped.
+    """Keep the chunks an allowlist of sources admits; say why others were dropped.
 
     ``chunks`` as for audit (``{content, source_url, metadata?, id?}``). ``config.allowed_domains`` lists
     what is admitted: ``host``, ``*.host`` (subdomains) or

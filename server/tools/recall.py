@@ -39,7 +39,9 @@ async def recall(
     path: str | None = None,
     task_id: str | None = None,
 ) -> Answer:
-    """Read just the part you need of an output observe stored (its ref), hash-verified.
+    """Read just the part you need of an output observe stored (its ref).
+
+    Every read is verified against the ref's hash.
 
     ``ref`` is the ``mem://sha256:<hex>`` observe returned (or its short form). Ops (default ``head``):
     ``head``/``tail``: the first/last ``lines`` lines (default 40). ``range``: ``start``..``end`` counted in
