@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from route_common import embed_cached, load_model
 
 from bosun.core.routing.abstain import GATE_OFF, SHIPPED
 from bosun.core.routing.metrics import compute, parse_labelled
-from bosun.core.routing.route import build_index_with, route
+from bosun.core.routing.route import build_index_with, clause_texts, route
 from bosun.server.services.policies import demo_corpus_dir, scan_corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -39,14 +40,23 @@ PROBES = (
 )
 
 
+def _clauses(emb: Any, prompts: list[str]) -> dict[str, list[tuple[str, Any]]]:
+    """Each prompt's clauses with their vectors, as the server routes it (route.py: the clause pass)."""
+    sets = {p: clause_texts(p) for p in prompts}
+    flat = list(dict.fromkeys(c for cs in sets.values() for c in cs))
+    vecs = dict(zip(flat, embed_cached(emb, flat), strict=True)) if flat else {}
+    return {p: [(c, vecs[c]) for c in cs] for p, cs in sets.items()}
+
+
 def main() -> int:
     emb = load_model()
     index = build_index_with(scan_corpus([demo_corpus_dir()]).policies, emb)
     vecs = embed_cached(emb, list(PROBES))
+    cl = _clauses(emb, list(PROBES))
     for label, gate in (("self-calibrated (default)", None), ("gate off", GATE_OFF)):
         routed = 0
         for prompt, vec in zip(PROBES, vecs, strict=True):
-            hits = [h.name for h in route(index, prompt, vec, SHIPPED, solo_bg_z=gate).hits]
+            hits = [h.name for h in route(index, prompt, vec, SHIPPED, solo_bg_z=gate, clause_vecs=cl[prompt]).hits]
             if hits:
                 routed += 1
                 print(f"{label}: {prompt!r} -> {', '.join(hits)}")
@@ -54,8 +64,10 @@ def main() -> int:
     held = build_index_with(scan_corpus([REPO / "examples" / "policies-heldout"]).policies, emb)
     rows = parse_labelled((REPO / "bench" / "labels" / "route_probes_b.jsonl").read_text().splitlines())
     bvecs = embed_cached(emb, [r.prompt for r in rows])
+    bcl = _clauses(emb, [r.prompt for r in rows])
     for label, gate in (("self-calibrated (default)", None), ("gate off", GATE_OFF)):
-        got = [[h.name for h in route(held, r.prompt, v, SHIPPED, solo_bg_z=gate).hits] for r, v in zip(rows, bvecs, strict=True)]
+        got = [[h.name for h in route(held, r.prompt, v, SHIPPED, solo_bg_z=gate,
+                                               clause_vecs=bcl[r.prompt]).hits] for r, v in zip(rows, bvecs, strict=True)]
         for r, names in zip(rows, got, strict=True):
             if (not r.expected and names) or (r.expected and not set(r.expected) & set(names)):
                 print(f"set B {label}: {r.prompt!r} -> {', '.join(names) or '(nothing)'}; expected {', '.join(r.expected) or 'nothing'}")
