@@ -97,3 +97,15 @@ async def test_agent_scope_needs_an_agent_name(client: Client) -> None:
     res = await client.call_tool("plan", {"mode": "update", "task_id": a["task_id"],
                                           "more": {"memory": [{"scope": "agent", "key": "k", "text": "v"}]}})
     assert res.is_error and "agent" in res.content[0].text
+
+
+async def test_a_secret_in_a_project_or_agent_name_never_becomes_a_journal_id(client: Client, engine: Engine) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    a = await _start(client, agent=f"bot-{token}", project=f"acme-{token}")
+    await _remember(client, a["task_id"], "project", "k", "v", agent=f"bot-{token}")
+    await _remember(client, a["task_id"], "agent", "k2", "v2", agent=f"bot-{token}")
+    ids = [t["task_id"] for t in await engine.tasks.list_tasks(limit=100)]
+    assert any(i.startswith("scope:project:") for i in ids) and any(i.startswith("scope:agent:") for i in ids)
+    assert not any(token in i for i in ids)
+    again = await _start(client, agent=f"bot-{token}", project=f"acme-{token}")
+    assert {m["key"] for m in again["shared_memory"]["items"]} == {"k", "k2"}

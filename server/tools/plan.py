@@ -26,7 +26,7 @@ async def plan(
     ctx: Context[Engine],
     task_id: str | None = None,
     seal: str | None = None,
-    based_on_version: Annotated[int | None, Field(ge=0)] = None,
+    based_on_version: int | None = None,
     objective: str | None = None,
     steps: list[str] | None = None,
     constraints: list[str] | None = None,
