@@ -440,7 +440,8 @@ class PlanService:
         by_scope: dict[str, list[tuple[str, dict[str, Any]]]] = {}
         for kind, payload in events:
             if kind == "memory_added" and payload.get("scope") in SHARED_SCOPES:
-                sid = scope_id(str(payload["scope"]), self._clean(state.project or self.project), self._clean(agent))
+                sid = scope_id(str(payload["scope"]), self._clean(state.project or self.project),
+                               self._clean(agent) if agent else None)
                 by_scope.setdefault(sid, []).append(("memory_added", {**payload, "task_id": state.task_id}))
         for sid, items in by_scope.items():
             try:
@@ -451,16 +452,16 @@ class PlanService:
                 except InvalidInput:  # another writer created it in between
                     await self.tasks.append_many(sid, items, agent=agent)
 
-    def _clean(self, name: str | None) -> str | None:
+    def _clean(self, name: str) -> str:
         """A project or agent name as it may appear in a journal id: secrets scrubbed like every stored text."""
-        return self.tasks.redactor.scrub(name) if isinstance(name, str) else name
+        return self.tasks.redactor.scrub(name)
 
     async def shared_memory(self, state: TaskState, agent: str | None = None) -> dict[str, Any]:
         """The project / agent / global memory this task sees (bounded; see core/task/memory.py)."""
         agents = [agent] if agent else list(state.agents)
         by_scope = []
         for _scope, sid in visible_scopes(self._clean(state.project or self.project),
-                                          [self._clean(a) or "" for a in agents]):
+                                          [self._clean(a) for a in agents if a]):
             try:
                 scoped = await self.tasks.get(sid)
             except NotFound:
