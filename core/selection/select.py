@@ -258,6 +258,7 @@ class _Run:
         if strategy != "baseline" and self.ctx is not None:  # without context maxsim is 0
             code[(code == _NONE) & (maxsim >= p.redundancy_threshold)] = _REDUNDANT
         avail = code == _NONE
+        ctx_only = self.score(self.relevance().copy())  # each score against the goal and the given context alone
         dead = np.where(avail, 0.0, -np.inf).astype(np.float32)  # -inf for anything no longer available
         remaining = self.budget
         max_tok = int(self.tokens.max())  # once the budget holds the largest, nothing is over it
@@ -311,7 +312,9 @@ class _Run:
                 kill[best] = gone
             if top == neg_inf:
                 break
-            if top <= 0.0:  # nothing left adds anything (irrelevant, or no more than the context holds)
+            if top <= 0.0 and (ctx_only[best] <= 0.0 or rel[best] <= 0.0):
+                # nothing left adds anything: irrelevant, or no more than the caller's context holds (an item
+                # that only overlaps earlier picks is still packed: it may carry the goal's other half)
                 self.exhausted = True
                 break
             if tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
