@@ -29,6 +29,7 @@ from mcp.server.context import CallNext, ServerRequestContext
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 
 from bosun.server.engine import Engine
+from bosun.server.transport.stdio import refuse_marked
 from bosun.store.idempotency import CALL_KEY, CallKey, Record
 
 log = logging.getLogger("bosun.idempotency")
@@ -184,5 +185,6 @@ def register(mcp: MCPServer[Engine], engine: Engine) -> None:
             return await call_next(ctx)
         return await idempotency.run(ctx, call_next)
 
+    mcp.middleware.append(refuse_marked)  # stdio's answer to a message nested too deep
     mcp.middleware.append(admit)
     mcp.middleware.append(once)
