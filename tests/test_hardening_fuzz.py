@@ -57,7 +57,7 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Session]:
             started = portal.call(client.call_tool, "plan", {"mode": "start", "objective": "fuzz", "steps": ["a"]})
             task_id = started.structured_content["task_id"]
             observed = portal.call(client.call_tool, "observe", {
-                "task_id": task_id, "kind": "result", "tool": "t", "offload": True,
+                "task_id": task_id, "kind": "result", "tool": "t",
                 "result": "".join(f"row {i}\n" for i in range(400))})
             yield Session(portal, client, schemas, task_id, observed.structured_content["ref"])
         finally:

@@ -88,8 +88,9 @@ async def test_a_secret_in_any_text_field_of_any_tool_never_reaches_disk(engine:
     async with Client(create_server(engine)) as client:
         started = _ok(await client.call_tool("plan", {
             "mode": "start", "objective": f"o {LEAKS}", "steps": [f"s {LEAKS}"], "constraints": [f"c {LEAKS}"],
-            "decisions": [f"d {LEAKS}"], "lessons": [f"l {LEAKS}"], "rules": f"r {LEAKS}", "agent": f"a {LEAKS}",
-            "memory": [{"scope": "task", "key": "k", "text": f"m {LEAKS}"}]}))
+            "decisions": [f"d {LEAKS}"], "agent": f"a {LEAKS}",
+            "more": {"lessons": [f"l {LEAKS}"], "rules": f"r {LEAKS}",
+                     "memory": [{"scope": "task", "key": "k", "text": f"m {LEAKS}"}]}}))
         task_id = started["task_id"]
         for kind, extra in [("result", {"tool": f"bash {LEAKS}", "args": {"cmd": LEAKS}, "result": LEAKS * 200}),
                             ("failure", {"tool": "bash", "args": {"cmd": LEAKS}, "result": f"boom {LEAKS}"}),
