@@ -159,12 +159,13 @@ class AsyncBosun:
         self._timeout = timeout
         self._stack: AsyncExitStack | None = None
         self._client: Any = None
+        self._http: Any = None
         self.endpoint = ""  # where this client is connected: a URL, "stdio" or "in-process"
 
     def _target(self) -> Any:
+        import httpx2  # the SDK's own HTTP client library
         from mcp import StdioServerParameters
         from mcp.client.streamable_http import streamable_http_client
-        from mcp.shared._httpx_utils import create_mcp_http_client
 
         server, token = self._server, self._token
         if server is None:
@@ -184,7 +185,9 @@ class AsyncBosun:
                 raise ConnectionFailed(f"server {server!r}: expected an http(s):// MCP URL, 'stdio' or a server object")
             self.endpoint = server
             headers = {"Authorization": f"Bearer {token}"} if token else None
-            return streamable_http_client(server, http_client=create_mcp_http_client(headers=headers))
+            # the SDK's defaults: 30 s to connect or write, 300 s to read (a response may stream)
+            self._http = httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(30.0, read=300.0))
+            return streamable_http_client(server, http_client=self._http)
         self.endpoint = "in-process"
         return server
 
@@ -193,8 +196,10 @@ class AsyncBosun:
 
         stack = AsyncExitStack()
         try:
-            self._client = await stack.enter_async_context(
-                Client(self._target(), read_timeout_seconds=self._timeout))
+            target = self._target()
+            if self._http is not None:  # ours to close: the SDK leaves a client it was given open
+                stack.push_async_callback(self._http.aclose)
+            self._client = await stack.enter_async_context(Client(target, read_timeout_seconds=self._timeout))
         except BosunClientError:
             await stack.aclose()
             raise
