@@ -100,17 +100,23 @@ def run(args: argparse.Namespace) -> int:
     strategies = [strategy] + ([s for s in ("psi0", "baseline") if s != strategy] if args.compare else [])
 
     async def go() -> list[dict[str, Any]]:
+        from bosun.server.commands.progress import Progress
+
         engine = Engine(config)
-        await engine.open()
-        try:
-            results = []
-            for name in strategies:  # the embeddings are cached after the first run
-                out = await run_selection(engine, req.get("goal"), req.get("candidates"), req.get("context"), budget,
-                                          name, params, explain=args.rejected)
-                results.append(to_result(out, show_rejected=args.rejected))
-            return results
-        finally:
-            await engine.close()
+        # a big pool (or a --compare over it) embeds for a while first: say so on a terminal
+        with Progress("loading the model", total=None) as bar:
+            await engine.open()
+            try:
+                results = []
+                bar.stage("selecting", total=len(strategies))
+                for name in strategies:  # the embeddings are cached after the first run
+                    out = await run_selection(engine, req.get("goal"), req.get("candidates"), req.get("context"),
+                                              budget, name, params, explain=args.rejected)
+                    results.append(to_result(out, show_rejected=args.rejected))
+                    bar.advance(note=name)
+                return results
+            finally:
+                await engine.close()
 
     try:
         results = asyncio.run(go())

@@ -57,6 +57,10 @@ if TYPE_CHECKING:
 INTENT_MAX = 300  # tokens of intent lines at most (also at most the room the stub leaves under half the result)
 VIEW_NOISY_MAX = 262_144  # characters: above this an offloaded output keeps its stub without a view pass
 THREAD_ABOVE = 65_536  # characters: CPU work on larger outputs (view, intent) runs on a worker thread
+# bytes: above this, redaction, counting and the outline run on a worker thread too, so one agent's
+# multi-megabyte output does not stall every other agent's calls (below it the hand-off costs more
+# than it frees: a 1 MB observe takes a few ms)
+OFF_LOOP_ABOVE = 2 * 1024 * 1024
 COMPACT_EVERY = 8  # results between compaction checks
 COMPACT_MIN_TOKENS = 500  # suggest compaction only when it would free at least this much
 MEDIA_TEXT = "text/plain; charset=utf-8"
@@ -183,7 +187,10 @@ class ObserveService:
         red_args = redact_value(clean_value(args), self.redactor)
         a_hash = args_hash(red_args)
         canonical_args(red_args)  # size check of the args (InvalidInput on overflow)
-        data, redactions = self.redactor.redact_bytes(raw)
+        if raw_size > OFF_LOOP_ABOVE:
+            data, redactions = await asyncio.to_thread(self.redactor.redact_bytes, raw)
+        else:
+            data, redactions = self.redactor.redact_bytes(raw)
         # the bytes are hashed and stored on the blob writer's thread while this one builds the
         # answer; awaited below, before the journal event that points at them
         stored = self.engine.refs.put_soon(data, MEDIA_TEXT)
@@ -213,23 +220,32 @@ class ObserveService:
         exit_code: int | None = None,
     ) -> dict[str, Any]:
         """The rest of ``observe_output``: outline and stub while ``stored`` completes, then the journal."""
-        text = data.decode("utf-8", "replace") if redactions else result
-        # numpy first: it lets go of the GIL, so the writer thread gets going at once
-        total_lines = count_lines(data)  # the bytes hold the same newlines as ``text``
-        utf8 = Utf8Text.of(text, data if not redactions else None)  # unredacted: data is text's UTF-8
-        tokens = fast_tokens(text)
         command = shell_command(tool, red_args) if red_args is not None else None
-        choice = decide(tokens, prune, command, offload)
+
+        def measure() -> tuple[str, int, int, Any, Any]:
+            text = data.decode("utf-8", "replace") if redactions else result
+            # numpy first: it lets go of the GIL, so the writer thread gets going at once
+            total_lines = count_lines(data)  # the bytes hold the same newlines as ``text``
+            utf8 = Utf8Text.of(text, data if not redactions else None)  # unredacted: data is text's UTF-8
+            tokens = fast_tokens(text)
+            choice = decide(tokens, prune, command, offload)
+            kind = detect_kind(text, command, utf8)
+            outline = None
+            if choice.offload or failed or kind == "test":  # a test run's outcome sets tests_passed even when small
+                budget = prune.outline_budget(tokens)
+                if kind in ("json", "jsonl"):  # room for the identifiers an API agent acts on next
+                    budget = max(budget, min(120, tokens // 4))
+                outline = build_outline(text, budget=budget, command=command, kind=kind, utf8=utf8)
+            return text, total_lines, tokens, choice, outline
+
+        if len(data) > OFF_LOOP_ABOVE:
+            text, total_lines, tokens, choice, outline = await asyncio.to_thread(measure)
+        else:
+            text, total_lines, tokens, choice, outline = measure()
         stub: dict[str, Any] | None = None
-        outline = None
         outline_kind = None
         facts: dict[str, Any] = {}
-        kind = detect_kind(text, command, utf8)
-        if choice.offload or failed or kind == "test":  # a test run's outcome sets tests_passed even when small
-            budget = prune.outline_budget(tokens)
-            if kind in ("json", "jsonl"):  # room for the identifiers an API agent acts on next
-                budget = max(budget, min(120, tokens // 4))
-            outline = build_outline(text, budget=budget, command=command, kind=kind, utf8=utf8)
+        if outline is not None:
             outline_kind, facts = outline.kind, outline.facts
         ref = await stored.ref()  # committed before the event that points at it
         digest = ref.rsplit(":", 1)[1]
