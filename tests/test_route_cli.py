@@ -255,3 +255,16 @@ def test_hook_says_routing_is_warming_up_when_the_daemon_is_not_up_in_time(tmp_p
 def test_process_age_counts_the_interpreter_start() -> None:
     age = hook.process_age_ms()
     assert age is None or age > 0
+
+
+def test_hook_adds_the_tool_compass_when_the_tool_list_is_kept(daemon: tuple[Path, str]) -> None:
+    home, _ = daemon
+    tools = [{"name": "kubectl_rollback", "description": "roll back a production deploy of a kubernetes service"},
+             {"name": "weather_lookup", "description": "current weather forecast for a city"},
+             {"name": "pdf_merge", "description": "merge several pdf documents into one file"}]
+    (home / "tools.json").write_text(json.dumps(tools))
+    proc = _run_hook(home, json.dumps({"prompt": "rollback plan for the production deploy"}))
+    assert proc.returncode == 0, proc.stderr
+    ctx = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "production-deploys" in ctx  # routing first
+    assert "bosun tool compass" in ctx and "kubectl_rollback" in ctx and "weather_lookup" not in ctx

@@ -234,6 +234,23 @@ def _ask(home: Path, prompt: str, timeout: float) -> tuple[int, bytes]:
     return post_json(url, {"prompt": prompt}, token, timeout)
 
 
+def _compass(home: Path, prompt: str, deadline: float) -> str:
+    """The Tool Compass paragraph when the harness's tool list is kept in ``$BOSUN_HOME/tools.json``.
+
+    Claude Code's hook input carries no tool list; ``bosun route --tools F --save-tools ...`` keeps
+    one there. Nothing (and no import beyond the stdlib) when there is no such file or no time left.
+    """
+    left = deadline - time.perf_counter() - 0.1
+    if left <= 0 or not (home / "tools.json").exists():
+        return ""
+    try:
+        from bosun.server.commands.route import compass_context
+
+        return compass_context(home, prompt, timeout=left)
+    except Exception:  # the compass is extra: the routing context still goes out
+        return ""
+
+
 def run(args: argparse.Namespace) -> int:
     if args.harness == "claude-code-pretool":
         from bosun.server.commands.pretool import run_pretool
@@ -289,6 +306,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         context = render(result if isinstance(result, dict) else {})
         _record_route(result if isinstance(result, dict) else {}, started)
+        tools_note = _compass(home, prompt, deadline)
+        context = "\n".join(part for part in (context, tools_note) if part)
         if context:
             out = {"hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": context}}
             sys.stdout.write(json.dumps(out) + "\n")
