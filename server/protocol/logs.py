@@ -33,7 +33,7 @@ from mcp.server.context import CallNext, ServerRequestContext
 from mcp.types import LOG_LEVEL_META_KEY
 
 from bosun.core.redact import default_redactor
-from bosun.server.protocol.sessions import connection_of, is_modern, serve_legacy_method
+from bosun.server.protocol.sessions import connection_of, is_modern, schedule_on, serve_legacy_method
 
 ROOT_LOGGER = "bosun"
 # MCP (RFC 5424) levels as Python level numbers; notice, alert and emergency sit between Python's
@@ -207,24 +207,7 @@ class LogForwarder(logging.Handler):
             self._schedule(loop, self._send(req, connection, params), req)
 
     def _schedule(self, loop: asyncio.AbstractEventLoop, coro: Any, request: _Request | None) -> None:
-        def start() -> None:
-            task = loop.create_task(coro)
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-            if request is not None:
-                request.pending.append(task)
-
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            start()
-        else:
-            try:
-                loop.call_soon_threadsafe(start)
-            except RuntimeError:  # the loop closed meanwhile
-                coro.close()
+        schedule_on(loop, coro, self.tasks, request.pending.append if request is not None else None)
 
     @staticmethod
     async def _send(request: _Request | None, connection: Any, params: dict[str, Any]) -> None:

@@ -8,7 +8,8 @@ place, keeps the protocol modules off SDK internals (the SDK is pinned: pyprojec
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from mcp import MCPError
@@ -16,6 +17,32 @@ from mcp.server.context import CallNext, ServerRequestContext
 from mcp.types import INVALID_PARAMS
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import BaseModel, ValidationError
+
+
+def schedule_on(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, Any], tasks: set[asyncio.Task[Any]],
+                on_start: Callable[[asyncio.Task[Any]], None] | None = None) -> None:
+    """Run ``coro`` as a task on ``loop``, from that loop or any other thread (a log record or a change
+    notice can come from a worker thread); the task is kept in ``tasks`` until done. A loop that has
+    closed meanwhile gets nothing: the coroutine is closed, never left un-awaited."""
+
+    def start() -> None:
+        task = loop.create_task(coro)
+        tasks.add(task)
+        task.add_done_callback(tasks.discard)
+        if on_start is not None:
+            on_start(task)
+
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        start()
+    else:
+        try:
+            loop.call_soon_threadsafe(start)
+        except RuntimeError:  # the loop closed meanwhile
+            coro.close()
 
 
 def connection_of(ctx: Any) -> Any:

@@ -30,7 +30,7 @@ from mcp.server import MCPServer
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, SubscriptionBus
 
-from bosun.server.protocol.sessions import connection_of, is_modern, serve_legacy_method
+from bosun.server.protocol.sessions import connection_of, is_modern, schedule_on, serve_legacy_method
 
 log = logging.getLogger("bosun.server")
 
@@ -101,23 +101,7 @@ class Subscriptions:
         if loop is None or loop.is_closed():
             coro.close()
             return
-
-        def start() -> None:
-            task = loop.create_task(coro)
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
-
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            start()
-        else:
-            try:
-                loop.call_soon_threadsafe(start)
-            except RuntimeError:  # the loop closed meanwhile
-                coro.close()
+        schedule_on(loop, coro, self.tasks)
 
     async def _announce_task(self, task_id: str) -> None:
         for uri in task_uris(task_id):
