@@ -60,6 +60,22 @@ def split_of(cid: str) -> str:
     return "tune" if hashlib.sha256(f"{SPLIT_SALT}:{cid}".encode()).digest()[0] < 179 else "heldout"
 
 
+HOTPOT_SPLIT_SEED = 20261201  # fixed on 2026-12-01 before the multi-hop (issue 19 item 7) work was tuned
+HOTPOT_HELDOUT_SHARE = 0.3
+
+
+def hotpot_split(cases: Sequence[Case], seed: int = HOTPOT_SPLIT_SEED) -> tuple[list[Case], list[Case]]:
+    """(tune, held-out): a seeded permutation of the questions in file order, 30% held out.
+
+    A fresh split for the 2-passage both-found work: the older ``split_of`` held-out part had been
+    read several times by earlier rounds, so it was no longer untouched.
+    """
+    order = np.random.default_rng(seed).permutation(len(cases))
+    cut = round(len(cases) * HOTPOT_HELDOUT_SHARE)
+    held = set(order[:cut].tolist())
+    return ([c for i, c in enumerate(cases) if i not in held], [c for i, c in enumerate(cases) if i in held])
+
+
 def hotpot_cases() -> list[Case]:
     out = []
     for row in read_jsonl(shared_dir() / "data" / "selection" / "hotpot-dev.jsonl.gz"):
