@@ -26,3 +26,71 @@ def _modules() -> list[str]:
 def test_module_imports(name: str) -> None:
     module = importlib.import_module(name)
     assert module.__file__ is not None and module.__doc__, f"{name} needs a docstring that says why it exists"
+
+
+# -- nothing heavy before `initialize` is answered (issue 15) ------------------------------------
+HEAVY = ("sklearn", "scipy", "fastembed", "onnxruntime", "bm25s", "tokenizers", "huggingface_hub")
+
+# Runs in a fresh interpreter: the modules `bosun stdio --standalone` and `bosun serve` import, the
+# real server over a real Engine (the model factory held back, so the background load cannot race
+# the check), the lifespan entered and `initialize` answered through the SDK client; then it prints
+# which heavy packages are loaded at that moment.
+_PROBE = """
+import asyncio, json, sys, threading
+import bosun.server.cli, bosun.server.transport.serve, bosun.server.transport.stdio
+from bosun.server.app import create_server
+from bosun.server.config import Config
+from bosun.server.engine import Engine
+from bosun.core.embedding import HashEmbedder
+from mcp import Client
+
+release = threading.Event()
+
+def held_model(_config):
+    release.wait(30)
+    return HashEmbedder(64)
+
+async def main():
+    engine = Engine(Config.from_env(home=__import__("pathlib").Path(sys.argv[1])), embedder_factory=held_model)
+    async with Client(create_server(engine), mode="legacy") as client:
+        assert client.server_info is not None  # `initialize` answered
+        heavy = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[2].split(",")))
+        release.set()
+    print(json.dumps(heavy))
+
+asyncio.run(main())
+"""
+
+
+def test_initialize_is_answered_before_any_heavy_import(tmp_path: Path) -> None:
+    """The process that answers ``initialize`` has not imported scikit-learn, scipy, fastembed, onnxruntime
+    or bm25s by then: they load in the background after (issue 15: ``initialize`` within 1 s)."""
+    import json
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in __import__("os").environ.items() if not k.startswith("BOSUN_")}
+    done = subprocess.run([sys.executable, "-c", _PROBE, str(tmp_path / "home"), ",".join(HEAVY)],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_cli_and_hook_paths_import_no_heavy_module() -> None:
+    """``bosun hook``, ``bosun run`` and ``bosun stdio`` (the bridge) start with the stdlib and bosun's own
+    light modules only: not even numpy or the SDK."""
+    import json
+    import subprocess
+    import sys
+
+    probe = ("import json, sys\n"
+             "import bosun.server.cli as cli\n"
+             "cli.build_parser()\n"
+             "import bosun.server.commands.hook, bosun.server.commands.run, bosun.server.commands.pretool\n"
+             "import bosun.server.transport.bridge\n"
+             "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & set(sys.argv[1].split(',')))))\n")
+    heavy = (*HEAVY, "numpy", "mcp", "mcp_types", "pydantic", "anyio", "starlette", "uvicorn")
+    done = subprocess.run([sys.executable, "-c", probe, ",".join(heavy)], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
