@@ -204,41 +204,48 @@ class Engine:
         return self._embedder
 
     async def embed(self, texts: Sequence[str]) -> Vectors:
-        """Embed with a two-level cache: memory, then the store, then the model (in a thread)."""
+        """Embed with a two-level cache by content hash: memory, then the store, then the model.
+
+        A text whose vector is known is never embedded again: hits refresh their place in the memory
+        LRU, the answer is assembled from the vectors found by this call (an LRU smaller than the call
+        cannot evict them before they are read), and texts another caller is embedding are looked up
+        again once the model lock is ours (two agents selecting from one new pool embed it once).
+        """
         emb = await self.embedder()
         if not texts:
             return np.zeros((0, emb.dimension()), dtype=np.float32)
         keys = [text_key(t) for t in texts]
-        missing = [k for k in dict.fromkeys(keys) if emb.get(k) is None]
+        found: dict[str, Vectors] = {}
+        for key in dict.fromkeys(keys):
+            vec = emb.get(key)
+            if vec is not None:
+                emb.put(key, vec)  # recently used: kept over cold entries
+                found[key] = vec
+        missing = [k for k in dict.fromkeys(keys) if k not in found]
         if missing and self._embedding_store is not None:
             stored = await self._embedding_store.get_many(emb.model_id(), missing)
             for key, vec in stored.items():
                 emb.put(key, vec)
-            missing = [k for k in missing if k not in stored]
+            found.update(stored)
+            missing = [k for k in missing if k not in found]
         if missing:
-            first = {}
-            for key, text in zip(keys, texts, strict=True):
-                if key in missing and key not in first:
-                    first[key] = text
-            async with self._embed_lock:
-                fresh = await self.background.in_thread(emb.inner.embed, list(first.values()))
-            for key, vec in zip(first, fresh, strict=True):
-                emb.put(key, vec)
-            if self._embedding_store is not None:
+            async with self._embed_lock:  # in a thread: inference on the loop would stall every agent
+                for key in missing:  # embedded by another caller while this one waited for the lock
+                    vec = emb.get(key)
+                    if vec is not None:
+                        found[key] = vec
+                todo = set(missing) - found.keys()
+                first = {k: t for k, t in zip(keys, texts, strict=True) if k in todo}
+                fresh = (await self.background.in_thread(emb.inner.embed, list(first.values())) if first
+                         else np.zeros((0, emb.dimension()), dtype=np.float32))
+                for key, vec in zip(first, fresh, strict=True):
+                    emb.put(key, vec)
+                    found[key] = vec
+            if first and self._embedding_store is not None:
                 await self._embedding_store.put_many(emb.model_id(), zip(first, fresh, strict=True))
         out = np.empty((len(texts), emb.dimension()), dtype=np.float32)
-        evicted = []
         for i, key in enumerate(keys):
-            cached = emb.get(key)
-            if cached is None:  # evicted between put and read under a tiny LRU: recompute
-                evicted.append(i)
-            else:
-                out[i] = cached
-        if evicted:  # in a thread like every model call: inference on the loop would stall every agent
-            async with self._embed_lock:
-                again = await self.background.in_thread(emb.inner.embed, [texts[i] for i in evicted])
-            for row, i in enumerate(evicted):
-                out[i] = again[row]
+            out[i] = found[key]
         return out
 
     def health(self, detail: bool = True) -> dict[str, Any]:
