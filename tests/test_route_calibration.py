@@ -89,6 +89,21 @@ def test_route_uses_the_index_calibration_unless_told_otherwise() -> None:
     assert route(index, prompt, qvec, SHIPPED, calibrated=False, threshold=1.01).hits == []
 
 
+def test_batched_null_equals_scoring_each_background_prompt() -> None:
+    """The self-calibration's matrix products give each background prompt's score() order and probability."""
+    from bosun.core.routing.abstain import probability
+
+    emb = HashEmbedder(64)
+    index = build_index_with(_policies(23), emb)
+    assert index.bg_vecs is not None
+    sims = route_mod.background_scores(index, index.bg_vecs)
+    null_p, top = route_mod.null_probabilities(index, SHIPPED, sims)
+    for i, text in enumerate(index.bg_texts):
+        sc = score(index, text, index.bg_vecs[i])
+        assert int(top[i]) == int(sc.order[0]), text
+        assert null_p[i] == pytest.approx(probability(SHIPPED, route_mod.decision_features(sc, int(top[i]))), abs=1e-5)
+
+
 def test_first_stage_scores_candidates_exactly(monkeypatch: pytest.MonkeyPatch) -> None:
     emb = HashEmbedder(64)
     index = build_index_with(_policies(300), emb)
