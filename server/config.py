@@ -71,6 +71,9 @@ class Config:
     queue_timeout_s: float = 30.0  # BOSUN_QUEUE_TIMEOUT_S: longest wait for a slot before "busy, retry after"
     session_idle_timeout_s: float = 600.0  # BOSUN_SESSION_IDLE_TIMEOUT_S: an idle HTTP session is reclaimed
     max_sessions: int = 1000  # BOSUN_MAX_SESSIONS: HTTP sessions held at once
+    # per-call deadline (issue 13): a call still running after it is answered with a timeout error naming
+    # the tool (cancelled only before its journal write: a started write finishes); 0 turns it off
+    call_timeout_s: float = 150.0  # BOSUN_CALL_TIMEOUT_S
     # local telemetry (dashboard, stats): on by default, rotated, never prompt text or paths
     telemetry: bool = True  # BOSUN_TELEMETRY: on | off
     telemetry_path: Path | None = None  # BOSUN_TELEMETRY_PATH: the events file (default $BOSUN_HOME/telemetry.jsonl)
@@ -82,6 +85,9 @@ class Config:
     # capture without asking (issue 24): bosun run and the harness hooks start the daemon when none answers
     hook_start: bool = True  # BOSUN_HOOK_START: on | off (also 1 | 0): the UserPromptSubmit hook may start the daemon
     run_start: bool = True  # BOSUN_RUN_START: on | off (also 1 | 0): bosun run may start the daemon
+    # shared state (issue 18): postgresql://... puts every store in PostgreSQL (several daemons, one state);
+    # unset: SQLite in BOSUN_HOME
+    database_url: str | None = None  # BOSUN_DATABASE_URL
 
     @property
     def db_path(self) -> Path:
@@ -129,6 +135,7 @@ class Config:
             "queue_timeout_s": read.number("BOSUN_QUEUE_TIMEOUT_S", 30.0, float, minimum=0.1),
             "session_idle_timeout_s": read.number("BOSUN_SESSION_IDLE_TIMEOUT_S", 600.0, float, minimum=1),
             "max_sessions": read.number("BOSUN_MAX_SESSIONS", 1000, int, minimum=1),
+            "call_timeout_s": read.number("BOSUN_CALL_TIMEOUT_S", 150.0, float, minimum=0),
             "telemetry": read.choice("BOSUN_TELEMETRY", "on", ("on", "off")) == "on",
             "telemetry_path": read.path("BOSUN_TELEMETRY_PATH"),
             "cache_ttl_s": read.number("BOSUN_CACHE_TTL_S", 300.0, float, minimum=1),
@@ -138,6 +145,7 @@ class Config:
             "project": read.text("BOSUN_PROJECT", "default"),
             "hook_start": read.choice("BOSUN_HOOK_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
             "run_start": read.choice("BOSUN_RUN_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
+            "database_url": database_url(read.text("BOSUN_DATABASE_URL", "")),
         }
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)
@@ -145,6 +153,16 @@ class Config:
             raise TypeError(f"unknown Config fields {unknown}")
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def database_url(value: str) -> str | None:
+    """BOSUN_DATABASE_URL (or --database-url): a postgresql:// URL, or None for SQLite in BOSUN_HOME."""
+    if not value:
+        return None
+    if not re.match(r"^postgres(ql)?://", value):
+        shown = re.sub(r"://([^:/@]*):[^@]*@", r"://\1:***@", value)  # never echo a password
+        raise ConfigError("BOSUN_DATABASE_URL", shown, "a postgresql:// URL (unset: SQLite in BOSUN_HOME)")
+    return value
 
 
 class _Reader:
