@@ -11,6 +11,13 @@ version at which the call was applied. A key reused for different arguments is r
 Admission: at most ``max_inflight`` calls run at once and ``max_queued`` wait; beyond that a
 call is refused at once with "busy, retry after N s" (a tool error), and a call that waited
 longer than ``queue_timeout_s`` is refused the same way, instead of every agent stalling.
+
+Deadline: a call still running ``call_timeout_s`` after it was admitted is answered with a tool
+error naming the tool, and cancelled, if it has not started its journal write. A call whose write
+has started is never cut: it finishes and gets its real answer (writes either finish or are not
+started). The write is seen through ``CALL_KEY``: every journal write consults it right before
+the statement and notes its version right after (``services/tasks.py``), so every call, keyed or
+not, carries a ``CallScope`` there.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import json
 import logging
 import time
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from mcp import MCPError
@@ -73,6 +81,7 @@ class Admission:
         self.waiting = 0
         self.refused = 0
         self._recent: deque[float] = deque(maxlen=200)  # durations of recent calls (retry-after estimate)
+        self.deadline: Deadline | None = None  # set by register: /healthz reports its timeouts too
 
     def retry_after(self) -> float:
         """Seconds until the queue ahead has likely drained (at least one)."""
@@ -101,6 +110,87 @@ class Admission:
             self._slots.release()
 
 
+class CallScope(CallKey):
+    """The ``CALL_KEY`` of a call in progress: its idempotency key (None without one) and its write state.
+
+    The journal reads ``key`` right before it writes and sets ``version`` right after
+    (``services/tasks.py``); those two moments bracket the call's first write. Once the deadline
+    has passed, a write that has not started is refused here (nothing is applied). Any other read
+    of ``key`` only makes the deadline more careful (it then lets the call finish)."""
+
+    def __init__(self, key: str | None) -> None:
+        self._key = key
+        self.task_id: str | None = None
+        self._version: int | None = None
+        self.writing = False  # a journal write has started (or finished): the call is no longer cut
+        self.expired = False  # the deadline has passed
+
+    @property
+    def key(self) -> str:  # type: ignore[override]  # None for a call without an idempotency key
+        if self.expired and not self.writing:
+            raise asyncio.CancelledError("the call's deadline passed before its write started")
+        self.writing = True
+        return self._key  # type: ignore[return-value]
+
+    @key.setter
+    def key(self, value: str) -> None:
+        self._key = value
+
+    @property
+    def version(self) -> int | None:  # type: ignore[override]
+        return self._version
+
+    @version.setter
+    def version(self, value: int | None) -> None:
+        self._version = value
+
+
+class Deadline:
+    """Answers a call that runs past ``seconds`` with a timeout error; cancels it only before its write."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        # when the deadline fires: the loop's timer (tests fire it by hand, so no test depends on timing)
+        self.schedule: Callable[[float, Callable[[], None]], Any] = (
+            lambda delay, fire: asyncio.get_running_loop().call_later(delay, fire))
+        self.timed_out = 0  # calls answered with the timeout error
+        self.overran = 0  # calls past the deadline left to finish because their write had started
+
+    async def run(self, tool: str, scope: CallScope, call: Any) -> Any:
+        """``await call()`` under the deadline (none when ``seconds`` is 0)."""
+        if self.seconds <= 0:
+            return await call()
+        task = asyncio.current_task()
+        assert task is not None
+        cut = False
+
+        def expire() -> None:
+            nonlocal cut
+            scope.expired = True
+            if scope.writing:
+                self.overran += 1
+                log.warning("%s is past its %g s deadline during its write; letting it finish", tool, self.seconds)
+                return
+            cut = True
+            task.cancel()
+
+        timer = self.schedule(self.seconds, expire)
+        try:
+            return await call()
+        except asyncio.CancelledError:
+            if cut and task.uncancel() == 0:  # our cancel, not the client's or the server's
+                self.timed_out += 1
+                return self.answer(tool)
+            raise
+        finally:
+            timer.cancel()
+
+    def answer(self, tool: str) -> CallToolResult:
+        return _tool_error(f"{tool}: timed out after {self.seconds:g} s (BOSUN_CALL_TIMEOUT_S) and was cancelled "
+                           "before it changed anything; nothing was applied; retrying is safe (with less "
+                           "input, or a larger BOSUN_CALL_TIMEOUT_S)")
+
+
 class Idempotency:
     """Answers a repeated key from the record; journals the key of a new one with its effect."""
 
@@ -108,14 +198,13 @@ class Idempotency:
         self.engine = engine
         self._inflight: dict[str, tuple[asyncio.Lock, int]] = {}  # key -> (lock, calls holding or awaiting it)
 
-    async def run(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
-        params = ctx.params if isinstance(ctx.params, dict) else {}
-        key = call_key(params)
-        if key is None:
-            return await call_next(ctx)
+    async def run(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext, key: str | None,
+                  scope: CallScope) -> Any:
+        """The call, or the first answer to its key; ``scope`` is the call's ``CALL_KEY``."""
         store = self.engine.idempotency
-        if store is None:  # engine not open: nothing can be applied either
+        if key is None or store is None:  # no key, or engine not open (nothing can be applied either)
             return await call_next(ctx)
+        params = ctx.params if isinstance(ctx.params, dict) else {}
         print_ = fingerprint(params)
         lock, users = self._inflight.get(key, (asyncio.Lock(), 0))
         self._inflight[key] = (lock, users + 1)
@@ -124,13 +213,8 @@ class Idempotency:
                 record = await store.get(key)
                 if record is not None:
                     return self._replay(record, print_)
-                current = CallKey(key)
-                token = CALL_KEY.set(current)
-                try:
-                    result = await call_next(ctx)
-                finally:
-                    CALL_KEY.reset(token)
-                if current.used:
+                result = await call_next(ctx)
+                if scope.used:
                     await store.keep_answer(key, print_, self._keepable(result))
                 return result
         finally:
@@ -169,22 +253,31 @@ class Idempotency:
 
 
 def register(mcp: MCPServer[Engine], engine: Engine) -> None:
-    """Admission outside, idempotency inside: a refused call never touches the key's record."""
+    """Admission outside, then the deadline, then idempotency: a refused call never touches the key's
+    record, and a call cut by its deadline has written nothing (so its key stays unused)."""
     cfg = engine.config
     admission = Admission(cfg.max_inflight, cfg.max_queued, cfg.queue_timeout_s)
+    deadline = Deadline(cfg.call_timeout_s)
     idempotency = Idempotency(engine)
     engine.admission = admission  # /healthz reports what it refused
+    admission.deadline = deadline
 
-    async def admit(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
+    async def calls(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         if ctx.method != "tools/call":
             return await call_next(ctx)
-        return await admission.run(ctx, call_next)
+        params = ctx.params if isinstance(ctx.params, dict) else {}
+        key = call_key(params)
+        tool = str(params.get("name") or "tool")
 
-    async def once(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
-        if ctx.method != "tools/call":
-            return await call_next(ctx)
-        return await idempotency.run(ctx, call_next)
+        async def admitted(ctx: ServerRequestContext[Any, Any]) -> Any:
+            scope = CallScope(key)
+            token = CALL_KEY.set(scope)
+            try:
+                return await deadline.run(tool, scope, lambda: idempotency.run(ctx, call_next, key, scope))
+            finally:
+                CALL_KEY.reset(token)
+
+        return await admission.run(ctx, admitted)
 
     mcp.middleware.append(refuse_marked)  # stdio's answer to a message nested too deep
-    mcp.middleware.append(admit)
-    mcp.middleware.append(once)
+    mcp.middleware.append(calls)

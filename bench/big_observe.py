@@ -1,0 +1,191 @@
+"""A 100 MB observe over HTTP while other agents keep calling (issue 13): daemon memory and their latency.
+
+    python bench/big_observe.py [--mb 100] [--agents 10] [--baseline-seconds 10] [--out FILE]
+
+One ``bosun serve`` daemon (``BOSUN_MAX_PAYLOAD_BYTES`` raised to fit the payload). ``--agents`` SDK
+clients over streamable HTTP loop on bosun's smallest real call (``recall`` of 5 lines by short
+ref). First they run alone for ``--baseline-seconds`` (the baseline, same run, same machine); then
+one more client sends ``observe(kind="result")`` with a ``--mb`` MB log-like text while they go on.
+
+Reported: the daemon's RSS (VmRSS from ``/proc/<pid>/status``, sampled every 5 ms by a thread)
+before the big call, its peak while the call runs, right after the answer and 5 s later; the rise
+as a multiple of the payload (target <= 1.5x); the small calls' p50/p99 alone and while the big
+call runs (target p99 <= 250 ms); the big call's own time. The load average is printed with them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+sys.path.insert(0, str(ROOT / "bench"))
+from transport_bench import clean_env, stop, wait_daemon  # noqa: E402
+
+REF_TEXT = "".join(f"line {i:03d}: bosun stores large tool output once and recalls only a slice\n" for i in range(60))
+MB = 1024 * 1024
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+class RssSampler:
+    """The peak VmRSS of a process between ``start`` and ``stop`` (a thread reading /proc every 5 ms)."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self.peak_kb = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_kb = max(self.peak_kb, rss_kb(self.pid))
+            time.sleep(0.005)
+
+    def start(self) -> None:
+        self.peak_kb = rss_kb(self.pid)
+        self._thread.start()
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return max(self.peak_kb, rss_kb(self.pid))
+
+
+def log_text(size: int, seed: int = 13) -> str:
+    """``size`` bytes of build/test-log-like ASCII lines (seeded: the same text every run)."""
+    rng = random.Random(seed)
+    words = ["worker", "fetch", "parse", "commit", "retry", "cache", "index", "flush", "shard", "merge"]
+    lines = []
+    for i in range(20_000):
+        level = rng.choice(["INFO", "INFO", "INFO", "DEBUG", "WARN"])
+        lines.append(f"2026-11-30T12:{i // 60 % 60:02d}:{i % 60:02d}.{rng.randint(0, 999):03d} {level} "
+                     f"{rng.choice(words)}-{rng.randint(0, 31)} item={i} took={rng.randint(1, 999)}ms "
+                     f"path=/srv/data/{rng.choice(words)}/{rng.randint(0, 9999):04d}.bin status=ok\n")
+    block = "".join(lines)
+    return (block * (size // len(block) + 1))[:size]
+
+
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000
+
+
+async def main(args: argparse.Namespace) -> str:
+    from mcp import Client
+
+    payload = log_text(int(args.mb * MB))
+    with tempfile.TemporaryDirectory(prefix="bosun-big-") as tmp:
+        home = Path(tmp) / "home"
+        env = clean_env(BOSUN_MAX_PAYLOAD_BYTES=str(len(payload) + MB))
+        with open(Path(tmp) / "daemon.log", "ab") as log:
+            proc = subprocess.Popen([PY, "-m", "bosun", "serve", "--port", "0", "--home", str(home)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=ROOT)
+        try:
+            daemon = await wait_daemon(home, proc.pid, ready=True)
+            url = str(daemon["url"])
+            async with Client(url) as setup:
+                started = await setup.call_tool("plan", {"mode": "start", "objective": "big observe bench"})
+                tid = started.structured_content["task_id"]
+                stored = await setup.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "cat",
+                                                           "result": REF_TEXT * 6})
+                short = stored.structured_content["ref"]
+                baseline: list[float] = []
+                during: list[float] = []
+                window = {"on": False, "done": False}
+                errors: list[str] = []
+
+                warm = asyncio.Semaphore(0)
+
+                async def agent() -> None:
+                    async with Client(url) as client:
+                        for _ in range(3):  # warm-up calls (session set-up, first-call costs) are not counted
+                            await client.call_tool("recall", {"ref": short, "op": "head", "lines": 5})
+                        warm.release()
+                        while not window["done"]:
+                            big_running = window["on"]  # a call is counted by when it started
+                            t0 = time.perf_counter()
+                            result = await client.call_tool("recall", {"ref": short, "op": "head", "lines": 5})
+                            took = time.perf_counter() - t0
+                            if result.is_error:
+                                errors.append(result.content[0].text[:80] if result.content else "error")
+                            (during if big_running else baseline).append(took)
+
+                agents = [asyncio.create_task(agent()) for _ in range(args.agents)]
+                for _ in agents:
+                    await warm.acquire()
+                baseline.clear()
+                await asyncio.sleep(args.baseline_seconds)
+                before_kb = rss_kb(proc.pid)
+                sampler = RssSampler(proc.pid)
+                sampler.start()
+                window["on"] = True
+                t0 = time.perf_counter()
+                big = await setup.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "cat",
+                                                        "args": {"path": "build.log"}, "result": payload},
+                                            read_timeout_seconds=600)
+                big_s = time.perf_counter() - t0
+                window["on"] = False
+                window["done"] = True
+                peak_kb = sampler.stop()
+                after_kb = rss_kb(proc.pid)
+                await asyncio.gather(*agents)
+                await asyncio.sleep(5)
+                later_kb = rss_kb(proc.pid)
+                big_text = big.content[0].text[:200] if big.content else ""
+        finally:
+            stop(proc)
+    size_mb = len(payload) / MB
+    rise_mb = (peak_kb - before_kb) / 1024
+    load = os.getloadavg()
+    rows = [
+        f"big_observe: {size_mb:.0f} MB observe over HTTP, {args.agents} agents on small recalls; "
+        f"{os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end",
+        "",
+        "| measure | value |",
+        "|---|---|",
+        f"| big observe answered | {'error: ' + big_text if big.is_error else 'ok'} in {big_s:.1f} s |",
+        f"| daemon RSS before / peak / after / 5 s later (MB) | {before_kb / 1024:.0f} / {peak_kb / 1024:.0f} / "
+        f"{after_kb / 1024:.0f} / {later_kb / 1024:.0f} |",
+        f"| peak RSS rise | {rise_mb:.0f} MB = {rise_mb / size_mb:.2f}x the payload (target <= 1.5x) |",
+        f"| small calls alone: n, p50, p99 ms | {len(baseline)}, {statistics.median(baseline) * 1000:.1f}, "
+        f"{pct(baseline, 0.99):.1f} |",
+        f"| small calls during the big observe: n, p50, p99, max ms | {len(during)}, "
+        f"{(statistics.median(during) * 1000) if during else float('nan'):.1f}, {pct(during, 0.99):.1f}, "
+        f"{(max(during) * 1000) if during else float('nan'):.1f} (target p99 <= 250) |",
+        f"| small-call errors | {len(errors)}{': ' + errors[0] if errors else ''} |",
+    ]
+    return "\n".join(rows) + "\n"
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mb", type=float, default=100.0, help="payload size in MiB (<= 200)")
+    parser.add_argument("--agents", type=int, default=10, help="agents making small calls meanwhile (<= 50)")
+    parser.add_argument("--baseline-seconds", type=float, default=10.0)
+    parser.add_argument("--out", type=Path, default=None, help="append the table to this file")
+    ns = parser.parse_args()
+    if ns.mb > 200 or ns.agents > 50 or ns.baseline_seconds > 60:
+        parser.error("keep runs bounded: --mb <= 200, --agents <= 50, --baseline-seconds <= 60 (the machine is shared)")
+    report = asyncio.run(main(ns))
+    print(report)
+    if ns.out is not None:
+        with open(ns.out, "a") as fh:
+            fh.write(report + "\n")
