@@ -52,6 +52,18 @@ def test_matched_counts_need_words_together_in_one_place() -> None:
     assert counts("translate 'rollback plan' into German") == [0.0, 0.0]
 
 
+def test_matched_counts_for_ranked_documents_only_equal_the_full_counts() -> None:
+    from bosun.core.routing.route import matched_counts_pair
+
+    index = _index()
+    for prompt in ("what is the rollback plan for this deploy?", "remove the stale code", "more canary traffic"):
+        full = matched_counts_pair(index, prompt)
+        for doc in range(len(index)):
+            part = matched_counts_pair(index, prompt, docs=np.array([doc], np.int64))
+            assert part[0][doc] == full[0][doc] and part[1][doc] == full[1][doc]
+            assert part[0].sum() == full[0][doc]  # documents left out count nothing
+
+
 def test_quoted_text_is_a_mention() -> None:
     assert split_quoted("Translate 'rate limit' into German") == ("Translate   into German", "rate limit")
     assert split_quoted('say "kill switch" twice') == ("say   twice", "kill switch")
