@@ -38,12 +38,11 @@ from bosun.server.services.precheck import PrecheckService
 from bosun.server.services.recall import RecallService, RefResolver
 from bosun.server.services.select import SelectService
 from bosun.server.services.tasks import TaskService
-from bosun.store.db import open_db, open_reader
-from bosun.store.embeddings import SQLiteEmbeddingStore
-from bosun.store.idempotency import SQLiteIdempotencyStore
+from bosun.store.backend import Stores, open_stores
+from bosun.store.embeddings import EmbeddingStore
+from bosun.store.idempotency import IdempotencyStore
 from bosun.store.private import private_dir
-from bosun.store.refs import BlobWriter, RefStore, SQLiteRefStore
-from bosun.store.schema import SCHEMA_VERSION
+from bosun.store.refs import RefStore
 
 log = logging.getLogger("bosun.engine")
 
@@ -71,12 +70,13 @@ class Engine:
         self.config = config or Config.from_env()
         self._embedder_factory = embedder_factory or default_embedder_factory
         self.started_at = time.time()
-        self.db: aiosqlite.Connection | None = None  # the writer (store/db.py: the connection policy)
-        self._reader: aiosqlite.Connection | None = None  # every tool read
-        self.idempotency: SQLiteIdempotencyStore | None = None
+        self.stores: Stores | None = None  # store/backend.py: SQLite in BOSUN_HOME or PostgreSQL
+        self.db: aiosqlite.Connection | None = None  # SQLite's writer (store/db.py: the connection policy)
+        self._reader: aiosqlite.Connection | None = None  # SQLite's reader: every tool read
+        self.idempotency: IdempotencyStore | None = None
         self.admission: Any = None  # server/idempotency.py's Admission, once a server is built
         self._refs: RefStore | None = None
-        self._embedding_store: SQLiteEmbeddingStore | None = None
+        self._embedding_store: EmbeddingStore | None = None
         self._embedder: CachingEmbedder | None = None
         self._ready = asyncio.Event()
         self._load_task: asyncio.Task[None] | None = None
@@ -115,12 +115,13 @@ class Engine:
         ``watch_policies=False`` is for one-shot CLI commands that never route.
         """
         private_dir(self.config.home)
-        self.db = await open_db(self.config.db_path)
-        self._reader = await open_reader(self.config.db_path)
-        path = str(self.config.db_path)
-        self._refs = SQLiteRefStore(self.db, None if path == ":memory:" else BlobWriter(path), self._reader)
-        self._embedding_store = SQLiteEmbeddingStore(self.db, self._reader)
-        self.idempotency = SQLiteIdempotencyStore(self.db, self._reader)
+        stores = self.stores = await open_stores(self.config.db_path, self.config.database_url)
+        self.db, self._reader = stores.conn, stores.reader
+        self._refs = stores.refs
+        self._embedding_store = stores.embeddings
+        self.idempotency = stores.idempotency
+        # another daemon's task write (PostgreSQL) reaches this daemon's subscriptions like a local one
+        await stores.watch_tasks(self.tasks.changes.notify, self._tasks_changed_unseen)
         await self.idempotency.prune()
         self._load_task = self.background.spawn(self._load_model(), "model-load")
         if watch_policies:
@@ -133,14 +134,14 @@ class Engine:
                 await self.policies.aclose()
             await self.background.aclose(CLOSE_DEADLINE_S)
             await self.tasks.aclose()
-            if self._refs is not None:
-                await self._refs.aclose()  # finishes the writes already submitted
-            if self._reader is not None:
-                await self._reader.close()
-                self._reader = None
-            if self.db is not None:
-                await self.db.close()
-                self.db = None
+            if self.stores is not None:
+                await self.stores.aclose()  # finishes the blob writes already submitted, then closes
+            self.db = self._reader = None
+
+    def _tasks_changed_unseen(self) -> None:
+        """The change listener reconnected: notices may have been missed, so every task held is news."""
+        for task_id in list(self.tasks._states):
+            self.tasks.changes.notify(task_id)
 
     async def _load_model(self) -> None:
         self.model_state = "loading"
@@ -169,17 +170,26 @@ class Engine:
         return self._refs
 
     @property
-    def conn(self) -> aiosqlite.Connection:
-        """The writer connection (writes only; reads go to ``reader``)."""
-        if self.db is None:
+    def store_set(self) -> Stores:
+        """Every store of the open backend (services use these Protocols, never a connection)."""
+        if self.stores is None:
             raise RuntimeError("engine is not open")
+        return self.stores
+
+    @property
+    def conn(self) -> aiosqlite.Connection:
+        """SQLite's writer connection (writes only; reads go to ``reader``); tests and SQLite tooling only."""
+        if self.db is None:
+            raise RuntimeError("engine is not open" if self.stores is None else
+                               f"the {self.stores.backend} backend has no SQLite connection")
         return self.db
 
     @property
     def reader(self) -> aiosqlite.Connection:
-        """The read-only connection every tool read uses (the writer for an in-memory database)."""
+        """SQLite's read-only connection (the writer for an in-memory database); SQLite tooling only."""
         if self.db is None:
-            raise RuntimeError("engine is not open")
+            raise RuntimeError("engine is not open" if self.stores is None else
+                               f"the {self.stores.backend} backend has no SQLite connection")
         return self._reader or self.db
 
     async def model_id(self) -> str:
@@ -248,6 +258,17 @@ class Engine:
             out[i] = found[key]
         return out
 
+    def _store_health(self) -> dict[str, Any]:
+        """The store entry of /healthz: backend, where (no password), schema version."""
+        if self.stores is None:
+            from bosun.store.schema import SCHEMA_VERSION
+
+            return {"backend": "postgresql" if self.config.database_url else "sqlite",
+                    "path": str(self.config.db_path), "schema_version": SCHEMA_VERSION, "open": False}
+        entry: dict[str, Any] = {"backend": self.stores.backend, "schema_version": self.stores.schema_version}
+        entry["path" if self.stores.backend == "sqlite" else "url"] = self.stores.location
+        return entry
+
     def health(self, detail: bool = True) -> dict[str, Any]:
         """The body of GET /healthz; without ``detail`` liveness only (no paths, versions or errors)."""
         if not detail:
@@ -265,7 +286,7 @@ class Engine:
                 "loads": self.model_loads,
             },
             "route_index": self.policies.index_state(),
-            "store": {"path": str(self.config.db_path), "schema_version": SCHEMA_VERSION},
+            "store": self._store_health(),
             "admission": None if self.admission is None else {
                 "max_inflight": self.admission.max_inflight, "waiting": self.admission.waiting,
                 "refused": self.admission.refused},

@@ -6,12 +6,21 @@ A restart or a corpus reload re-embeds only texts it has never seen.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Protocol
 
 import aiosqlite
 import numpy as np
 
 from bosun.core.embedding import Vectors
 from bosun.store.db import fetch, run_many
+
+
+class EmbeddingStore(Protocol):
+    """The persistent embedding cache (either backend)."""
+
+    async def get_many(self, model_id: str, keys: Sequence[str]) -> dict[str, Vectors]: ...
+
+    async def put_many(self, model_id: str, items: Iterable[tuple[str, Vectors]]) -> None: ...
 
 
 class SQLiteEmbeddingStore:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextvars
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 import aiosqlite
 
@@ -61,6 +62,16 @@ class Record:
     created_at: float
     fingerprint: str | None
     answer: str | None
+
+
+class IdempotencyStore(Protocol):
+    """Idempotency records (either backend); keys are recorded by the journal append itself."""
+
+    async def get(self, key: str) -> Record | None: ...
+
+    async def keep_answer(self, key: str, fingerprint: str, answer: str | None) -> None: ...
+
+    async def prune(self, older_than_s: float = RETENTION_S) -> None: ...
 
 
 class SQLiteIdempotencyStore:

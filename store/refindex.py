@@ -8,6 +8,7 @@ clear error, never a guess.
 from __future__ import annotations
 
 import re
+from typing import Protocol
 
 import aiosqlite
 
@@ -36,6 +37,16 @@ def split_ref(ref: str, field: str = "ref") -> str:
     return text
 
 
+class RefIndex(Protocol):
+    """Short-ref resolution and prefix completion over the stored refs (either backend)."""
+
+    async def resolve(self, ref: str, field: str = "ref") -> str: ...
+
+    async def complete(self, hexpart: str, limit: int) -> list[str]:
+        """Up to ``limit`` stored digests starting with the lower-case hex ``hexpart``, in order."""
+        ...
+
+
 class SQLiteRefIndex:
     """Prefix lookup over the ``refs`` table (a range scan on its primary key).
 
@@ -50,11 +61,15 @@ class SQLiteRefIndex:
         hexpart = split_ref(ref, field)
         if len(hexpart) == 64:
             return hexpart
-        upper = hexpart + "g"  # 'g' sorts after every hex digit
-        rows = await fetch(self.conn, "SELECT sha256 FROM refs WHERE sha256 >= ? AND sha256 < ? LIMIT 2",
-                           (hexpart, upper), "resolve a short ref")
+        rows = await self.complete(hexpart, 2)
         if not rows:
             raise NotFound("ref", f"mem://sha256:{hexpart}", "no stored payload has this prefix")
         if len(rows) > 1:
             raise InvalidInput(field, f"prefix {hexpart} matches several refs", "give more hex digits or the full ref")
-        return str(rows[0][0])
+        return rows[0]
+
+    async def complete(self, hexpart: str, limit: int) -> list[str]:
+        upper = hexpart + "g"  # 'g' sorts after every hex digit
+        rows = await fetch(self.conn, "SELECT sha256 FROM refs WHERE sha256 >= ? AND sha256 < ? ORDER BY sha256 LIMIT ?",
+                           (hexpart, upper, int(limit)), "resolve a short ref")
+        return [str(r[0]) for r in rows]

@@ -105,7 +105,7 @@ class TaskStore(Protocol):
     async def list_tasks(self, status: str | None = None, limit: int = 50) -> list[TaskRow]: ...
 
 
-def _dump(payload: Mapping[str, Any]) -> str:
+def dump_payload(payload: Mapping[str, Any]) -> str:
     return json.dumps(dict(payload), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
@@ -161,7 +161,7 @@ class SQLiteTaskStore:
         params: list[Any] = []
         for i, ev in enumerate(out):
             key = idempotency_key if i == len(out) - 1 else None
-            params += [ev.task_id, ev.seq, ev.kind, _dump(ev.payload), ev.agent, ev.created_at, key]
+            params += [ev.task_id, ev.seq, ev.kind, dump_payload(ev.payload), ev.agent, ev.created_at, key]
         sql = ("INSERT INTO task_events (task_id, seq, kind, payload_json, agent, created_at, idem_key) VALUES "
                + ",".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(out)))
         try:

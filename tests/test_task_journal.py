@@ -10,8 +10,16 @@ import pytest
 
 from bosun.core.errors import InvalidInput, NotFound
 from bosun.core.task.replay import rebuild
+from bosun.server.config import Config
 from bosun.server.engine import Engine
 from bosun.server.services.tasks import VersionConflict
+from tests.pg_cluster import BACKENDS, raw_execute, with_backend
+
+
+@pytest.fixture(params=BACKENDS)
+def config(request: pytest.FixtureRequest, config: Config) -> Config:
+    """Every test here runs on SQLite and on a throwaway PostgreSQL (tests/pg_cluster.py)."""
+    return with_backend(config, request.param)
 
 
 @pytest.fixture
@@ -133,6 +141,8 @@ def test_recorded_seal_always_matches_the_state() -> None:
 async def test_store_keeps_the_journal_append_only_and_gap_free(opened: Engine) -> None:
     import sqlite3
 
+    import psycopg
+
     from bosun.core.errors import Conflict
     from bosun.store.tasks import NewEvent
 
@@ -144,10 +154,14 @@ async def test_store_keeps_the_journal_append_only_and_gap_free(opened: Engine) 
         await store.append(st.task_id, [NewEvent("lesson_added", {"text": "x"})], 5)
     with pytest.raises(Conflict):  # a stale version
         await store.append(st.task_id, [NewEvent("lesson_added", {"text": "x"})], 1)
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-        await opened.conn.execute("UPDATE task_events SET kind = 'x' WHERE task_id = ?", (st.task_id,))
-    with pytest.raises(sqlite3.IntegrityError, match="append-only"):
-        await opened.conn.execute("DELETE FROM task_events WHERE task_id = ?", (st.task_id,))
+    refused = (sqlite3.IntegrityError, psycopg.Error)  # the database itself refuses, whoever asks
+    with pytest.raises(refused, match="append-only"):
+        await raw_execute(opened, "UPDATE task_events SET kind = 'x' WHERE task_id = ?", (st.task_id,))
+    with pytest.raises(refused, match="append-only"):
+        await raw_execute(opened, "DELETE FROM task_events WHERE task_id = ?", (st.task_id,))
+    with pytest.raises(refused, match="stale or out-of-order"):  # a gap, written around bosun
+        await raw_execute(opened, "INSERT INTO task_events (task_id, seq, kind, payload_json, created_at) "
+                          "VALUES (?, 9, 'x', '{}', 0)", (st.task_id,))
     await svc.append(st.task_id, "task_closed", {"status": "failed"})
     row = await store.task(st.task_id)
     assert row is not None and row.status == "failed" and row.version == 3 and row.objective == "objective"

@@ -7,8 +7,8 @@ corpus, ``sha256`` of ``bosun://ref/{sha256}`` from the stored payloads. Matchin
 (case-insensitive for names), at most ``MAX_VALUES`` values (the spec's cap), with ``total``
 and ``hasMore`` telling the client there is more. A reference bosun does not serve completes to
 nothing (the SDK's convention, and what the conformance suite expects of an unknown prompt).
-Everything is read-only: the task and policy services, and one prefix scan of the refs table on
-the reader connection (the same range scan short refs resolve with).
+Everything is read-only: the task and policy services, and one prefix scan of the stored refs
+through the store's ref index (the same range scan short refs resolve with, on either backend).
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from mcp.types import (
 )
 
 from bosun.core.errors import BosunError
-from bosun.store.db import fetch
 
 log = logging.getLogger("bosun.server")
 
@@ -55,9 +54,7 @@ async def ref_prefixes(engine: Any, prefix: str) -> list[str]:
     hexpart = prefix.lower().removeprefix("mem://").removeprefix("sha256:")
     if not HEX.fullmatch(hexpart):
         return []
-    rows = await fetch(engine.reader, "SELECT sha256 FROM refs WHERE sha256 >= ? AND sha256 < ? LIMIT ?",
-                       (hexpart, hexpart + "g", MAX_VALUES + 1), "complete a ref prefix")
-    return [str(r[0]) for r in rows]
+    return list(await engine.store_set.ref_index.complete(hexpart, MAX_VALUES + 1))
 
 
 def source_for(ref: PromptReference | ResourceTemplateReference, argument: str) -> Source | None:

@@ -13,7 +13,7 @@ from bosun.core.offload.offload import short_ref
 from bosun.core.offload.query import run_query
 from bosun.core.tokens import estimate_tokens
 from bosun.server.services.tasks import TaskService
-from bosun.store.refindex import SQLiteRefIndex
+from bosun.store.refindex import RefIndex
 from bosun.store.refs import make_ref
 
 if TYPE_CHECKING:
@@ -27,11 +27,11 @@ class RefResolver:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        self._index: SQLiteRefIndex | None = None
+        self._index: RefIndex | None = None
 
     async def resolve(self, ref: str, field: str = "ref") -> str:
         if self._index is None:
-            self._index = SQLiteRefIndex(self.engine.reader)
+            self._index = self.engine.store_set.ref_index  # SQLite or PostgreSQL (store/backend.py)
         return await self._index.resolve(ref, field)
 
 

@@ -25,7 +25,7 @@ from bosun.core.task.volatile import find_volatile
 from bosun.core.tokens import estimate_tokens
 from bosun.server.services.changes import ChangeListeners
 from bosun.store.idempotency import CALL_KEY
-from bosun.store.tasks import NewEvent, SQLiteTaskStore, TaskStore
+from bosun.store.tasks import NewEvent, TaskStore
 
 if TYPE_CHECKING:
     from bosun.server.engine import Engine
@@ -89,8 +89,7 @@ class TaskService:
             async with self._setup_lock:
                 if not self._ready:
                     if self._store is None:
-                        self._store = SQLiteTaskStore(self.engine.conn, self.engine.config.db_path,
-                                                      self.engine.reader)
+                        self._store = self.engine.store_set.tasks  # SQLite or PostgreSQL (store/backend.py)
                     await self._store.setup()
                     self._ready = True
         assert self._store is not None
