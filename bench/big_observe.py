@@ -107,9 +107,8 @@ async def main(args: argparse.Namespace) -> str:
                 stored = await setup.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "cat",
                                                            "result": REF_TEXT * 6})
                 short = stored.structured_content["ref"]
-                baseline: list[float] = []
-                during: list[float] = []
-                window = {"on": False, "done": False}
+                calls: list[tuple[float, float]] = []  # (start, end) of every small call, perf_counter
+                window = {"done": False}
                 errors: list[str] = []
 
                 warm = asyncio.Semaphore(0)
@@ -120,29 +119,26 @@ async def main(args: argparse.Namespace) -> str:
                             await client.call_tool("recall", {"ref": short, "op": "head", "lines": 5})
                         warm.release()
                         while not window["done"]:
-                            big_running = window["on"]  # a call is counted by when it started
                             t0 = time.perf_counter()
                             result = await client.call_tool("recall", {"ref": short, "op": "head", "lines": 5})
-                            took = time.perf_counter() - t0
+                            calls.append((t0, time.perf_counter()))
                             if result.is_error:
                                 errors.append(result.content[0].text[:80] if result.content else "error")
-                            (during if big_running else baseline).append(took)
 
                 agents = [asyncio.create_task(agent()) for _ in range(args.agents)]
                 for _ in agents:
                     await warm.acquire()
-                baseline.clear()
+                calls.clear()
                 await asyncio.sleep(args.baseline_seconds)
                 before_kb = rss_kb(proc.pid)
                 sampler = RssSampler(proc.pid)
                 sampler.start()
-                window["on"] = True
                 t0 = time.perf_counter()
                 big = await setup.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "cat",
                                                         "args": {"path": "build.log"}, "result": payload},
                                             read_timeout_seconds=600)
-                big_s = time.perf_counter() - t0
-                window["on"] = False
+                t1 = time.perf_counter()
+                big_s = t1 - t0
                 window["done"] = True
                 peak_kb = sampler.stop()
                 after_kb = rss_kb(proc.pid)
@@ -150,6 +146,9 @@ async def main(args: argparse.Namespace) -> str:
                 await asyncio.sleep(5)
                 later_kb = rss_kb(proc.pid)
                 big_text = big.content[0].text[:200] if big.content else ""
+                # alone: calls that ended before the big call was sent; during: calls that overlapped it
+                baseline = [end - start for start, end in calls if end < t0]
+                during = [end - start for start, end in calls if start < t1 and end > t0]
         finally:
             stop(proc)
     size_mb = len(payload) / MB

@@ -165,3 +165,107 @@ async def test_a_client_cancel_is_not_mistaken_for_the_deadline(
         await client.call_tool("recall", {"ref": "0" * 16})
     assert deadline.timed_out == 0
     assert not (await client.call_tool("plan", {"mode": "start", "objective": "still serving"})).is_error
+
+
+# -- large bodies: measured while they arrive, held once ---------------------------------------------
+
+KEY_TAILS = ["[", '"', "\\", "}"]
+
+
+def _nested(rng: Any, depth: int) -> Any:
+    """Random JSON with strings full of the bytes that confuse a scanner: quotes, backslashes, brackets."""
+    if depth > 10 or rng.random() < 0.3:
+        return "".join(rng.choice(['a', '\\', '"', '[', ']', '{', '}', '\\\\', '\n', 'é']) for _ in range(rng.randint(0, 8)))
+    if rng.random() < 0.5:
+        return [_nested(rng, depth + 1) for _ in range(rng.randint(0, 3))]
+    return {"k" + str(i) + rng.choice(KEY_TAILS): _nested(rng, depth + 1) for i in range(rng.randint(0, 3))}
+
+
+def _depth_by_parsing(value: Any) -> int:
+    if isinstance(value, list):
+        return 1 + max((_depth_by_parsing(v) for v in value), default=0)
+    if isinstance(value, dict):
+        return 1 + max((_depth_by_parsing(v) for v in value.values()), default=0)
+    return 0
+
+
+def test_depth_measured_in_pieces_matches_the_parsed_depth_wherever_the_pieces_split() -> None:
+    import json
+    import random
+
+    from bosun.server.transport.http_guard import DepthScan, json_depth
+
+    rng = random.Random(7)
+    for _ in range(400):
+        value = _nested(rng, 0)
+        body = json.dumps(value).encode()
+        want = _depth_by_parsing(value)
+        assert json_depth(body) == want
+        for cut in (1, 2, 3, 7):
+            scan = DepthScan()
+            for at in range(0, len(body), cut):
+                scan.feed(body[at:at + cut])
+            assert scan.deepest == want, (cut, body)
+
+
+def test_a_large_body_is_spooled_to_an_unlinked_private_file_and_handed_on_whole(tmp_path: Path) -> None:
+    import os
+
+    from bosun.server.transport.body_spool import BodyBuffer
+
+    buffer = BodyBuffer(tmp_path / "spool", spool_above=1000)
+    pieces = [bytes([65 + i % 26]) * 700 for i in range(10)]
+    for piece in pieces:
+        buffer.add(piece)
+    spooled = buffer._file
+    assert spooled is not None  # past the threshold the chunks went to a file
+    assert os.fstat(spooled.fileno()).st_mode & 0o777 == 0o600
+    assert list((tmp_path / "spool").iterdir()) == []  # unlinked: nothing is left behind
+    assert buffer.body() == b"".join(pieces)
+    assert buffer._file is None
+
+
+def test_a_small_body_stays_in_memory_and_a_single_chunk_is_not_copied(tmp_path: Path) -> None:
+    from bosun.server.transport.body_spool import BodyBuffer
+
+    buffer = BodyBuffer(tmp_path / "spool", spool_above=1000)
+    chunk = b'{"jsonrpc": "2.0"}'
+    buffer.add(chunk)
+    assert buffer.body() is chunk
+    assert not (tmp_path / "spool").exists()
+
+
+async def test_the_guard_hands_a_spooled_body_to_the_app_once_and_refuses_deep_nesting_early(tmp_path: Path) -> None:
+    from bosun.server.transport.http_guard import MAX_DEPTH, HttpGuard
+
+    seen: list[bytes] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        message = await receive()
+        seen.append(message["body"])
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    guard = HttpGuard(app, loopback=True, max_body=10 << 20, spool_dir=tmp_path / "spool")
+    body = b'{"result": "' + b"x" * (3 << 20) + b'"}'
+    pieces = [body[at:at + 65536] for at in range(0, len(body), 65536)]
+
+    async def run(pieces: list[bytes]) -> list[dict[str, Any]]:
+        queue = [{"type": "http.request", "body": p, "more_body": i < len(pieces) - 1} for i, p in enumerate(pieces)]
+        sent: list[dict[str, Any]] = []
+
+        async def receive() -> dict[str, Any]:
+            return queue.pop(0) if queue else {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": [(b"host", b"127.0.0.1:1")]}
+        await guard(scope, receive, send)
+        return sent
+
+    sent = await run(pieces)
+    assert sent[0]["status"] == 200 and seen == [body]
+    deep = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
+    refused = await run([deep[:40], deep[40:], b" " * 10])
+    assert refused[0]["status"] == 400 and len(seen) == 1

@@ -8,7 +8,9 @@ for every request:
   cannot drive bosun); beyond loopback the bearer token is the guard (sidecar names vary).
 - Body: at most ``max_body`` bytes (``route_body`` for ``/v1/route``), refused with 413 before
   it is parsed; a JSON body nested deeper than ``MAX_DEPTH`` is refused with 400, so no parser
-  meets a 100,000-level document (a ``RecursionError``).
+  meets a 100,000-level document (a ``RecursionError``). Both are checked while the body
+  arrives; a large body is spooled to a file meanwhile and handed on as one object
+  (``body_spool.py``), so it is held once, not as chunks plus their join.
 
 Refusals are short JSON bodies, never a traceback.
 """
@@ -18,10 +20,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import numpy as np
+
+from bosun.server.transport.body_spool import BodyBuffer
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
@@ -64,8 +69,69 @@ def json_depth(body: bytes) -> int:
     """The deepest bracket nesting of a JSON text, brackets inside strings skipped."""
     if b"[" not in body and b"{" not in body:
         return 0
-    _, _, moves = _structure(body)
-    return int(np.cumsum(moves).max(initial=0))
+    scan = DepthScan()
+    scan.feed(body)
+    return scan.deepest
+
+
+class DepthScan:
+    """``json_depth`` over a body fed in pieces as it arrives, in windows of ``WINDOW`` bytes.
+
+    What a piece leaves open is carried to the next: whether it ended inside a string, whether it
+    ended on an odd run of backslashes (the next byte is escaped), and the nesting depth. So a
+    body is measured once, while it is read, with a few windows' worth of scratch memory, not
+    several arrays the size of the body."""
+
+    WINDOW = 1 << 20
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.deepest = 0
+        self.in_string = False
+        self.escaped = False  # the byte before this piece was an unescaped backslash
+
+    def feed(self, piece: bytes | memoryview) -> None:
+        view = memoryview(piece)
+        for at in range(0, len(view), self.WINDOW):
+            self._window(np.frombuffer(view[at:at + self.WINDOW], dtype=np.uint8))
+
+    def _window(self, data: np.ndarray) -> None:
+        if not data.size:
+            return
+        folded = data | 0x20  # '[' -> '{' and ']' -> '}': one comparison each (no other byte folds onto them)
+        brackets = np.flatnonzero((folded == 0x7B) | (folded == 0x7D))
+        quotes = np.flatnonzero(data == 0x22)
+        slashes = np.flatnonzero(data == 0x5C)
+        carried = 1 if self.escaped else 0  # an odd backslash run from the piece before counts at position 0
+        if slashes.size:
+            starts = np.ones(slashes.size, dtype=bool)
+            starts[1:] = np.diff(slashes) != 1
+            run_start = np.maximum.accumulate(np.where(starts, np.arange(slashes.size), 0))
+            if quotes.size:
+                j = np.searchsorted(slashes, quotes - 1)
+                j_ok = np.minimum(j, slashes.size - 1)
+                ends_here = (j < slashes.size) & (slashes[j_ok] == quotes - 1)
+                run = np.where(ends_here, j_ok - run_start[j_ok] + 1, 0)
+                run += np.where(ends_here & (slashes[run_start[j_ok]] == 0), carried, 0)
+                run[quotes == 0] = carried
+                quotes = quotes[run % 2 == 0]
+            last = slashes.size - 1
+            if slashes[last] == data.size - 1:  # the window ends on a backslash run: does it escape what follows?
+                length = last - run_start[last] + 1 + (carried if slashes[run_start[last]] == 0 else 0)
+                self.escaped = length % 2 == 1
+            else:
+                self.escaped = False
+        else:
+            if carried and quotes.size and quotes[0] == 0:
+                quotes = quotes[1:]
+            self.escaped = False
+        inside = (np.searchsorted(quotes, brackets) + (1 if self.in_string else 0)) % 2 == 1
+        moves = _STEP[data[brackets[~inside]]].astype(np.int64)
+        if moves.size:
+            path = np.cumsum(moves) + self.depth
+            self.deepest = max(self.deepest, int(path.max()))
+            self.depth = int(path[-1])
+        self.in_string ^= quotes.size % 2 == 1
 
 
 _ID_KEY = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
@@ -105,8 +171,10 @@ def is_loopback_name(name: str) -> bool:
 class HttpGuard:
     """Host, Origin, body-size and nesting rules in front of the whole Starlette app."""
 
-    def __init__(self, app: ASGIApp, *, loopback: bool, max_body: int, route_body: int = ROUTE_BODY) -> None:
+    def __init__(self, app: ASGIApp, *, loopback: bool, max_body: int, route_body: int = ROUTE_BODY,
+                 spool_dir: Path | None = None) -> None:
         self.app = app
+        self.spool_dir = spool_dir  # where a large body waits while it arrives (None: in memory)
         self.loopback = loopback
         self.max_body = max_body
         self.route_body = route_body
@@ -128,25 +196,30 @@ class HttpGuard:
         if declared.isdigit() and int(declared) > limit:
             await _refuse(send, 413, _too_large(f"is {int(declared):,} bytes", limit))
             return
-        chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > limit:
-                await _refuse(send, 413, _too_large("is over that", limit))
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        if json_depth(body) > MAX_DEPTH:
-            await _refuse(send, 400, f"JSON nested deeper than {MAX_DEPTH} levels")
-            return
-        await self.app(scope, _replay(body, receive), send)
+        buffer = BodyBuffer(self.spool_dir)
+        depth = DepthScan()  # measured while it arrives: a body too deep is refused before the rest is read
+        try:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return
+                chunk = message.get("body", b"")
+                if buffer.size + len(chunk) > limit:
+                    await _refuse(send, 413, _too_large("is over that", limit))
+                    return
+                depth.feed(chunk)
+                if depth.deepest > MAX_DEPTH:
+                    await _refuse(send, 400, f"JSON nested deeper than {MAX_DEPTH} levels")
+                    return
+                buffer.add(chunk)
+                if not message.get("more_body", False):
+                    break
+            body = buffer.body()
+        finally:
+            buffer.close()
+        replay = _replay(body, receive)
+        del body  # handed on once; held from here by the app alone, so it is freed when the app lets go
+        await self.app(scope, replay, send)
 
     def _header_problem(self, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
         if not self.loopback:
@@ -164,14 +237,15 @@ class HttpGuard:
 
 
 def _replay(body: bytes, receive: Any) -> Callable[[], Awaitable[dict[str, Any]]]:
-    """A ``receive`` that hands the buffered body once, then defers to the real one (disconnects)."""
-    sent = False
+    """A ``receive`` that hands the buffered body once, then defers to the real one (disconnects).
+
+    It keeps no reference after handing the body on: a 100 MB body is not held a second time
+    for as long as the request runs."""
+    held = [body]
 
     async def replay() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
+        if held:
+            return {"type": "http.request", "body": held.pop(), "more_body": False}
         return dict(await receive())
 
     return replay
