@@ -61,16 +61,24 @@ def test_calibration_is_the_null_quantiles_within_bounds() -> None:
     assert "self-calibrated on this corpus" in high.describe() and high.as_dict()["background_prompts"] == 50
 
 
-def test_a_clause_never_faces_a_lower_bar_than_its_prompt(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_clause_never_faces_a_lower_bar_than_its_prompt() -> None:
     p = list(np.linspace(0.0, 1.0, 101))
     z = list(np.linspace(-2.0, 6.0, 101))
     cal = calibrate.from_null(p, z)
     assert cal.clause_threshold == pytest.approx(max(calibrate.THRESHOLD_LEVEL, calibrate.CLAUSE_THRESHOLD_LEVEL))
-    monkeypatch.setattr(calibrate, "CLAUSE_THRESHOLD_LEVEL", 0.1)  # a looser clause level is clamped up
-    monkeypatch.setattr(calibrate, "CLAUSE_GATE_LEVEL", 0.1)
-    low = calibrate.from_null(p, z)
+    low = calibrate.from_null(p, z, calibrate.Levels(clause_threshold=0.1, clause_gate=0.1))  # clamped up
     assert low.clause_threshold == pytest.approx(low.threshold) and low.clause_solo_bg_z == pytest.approx(low.solo_bg_z)
     assert low.as_dict()["clause_threshold"] == round(low.threshold, 3)
+
+
+def test_the_same_null_can_be_read_at_other_levels() -> None:
+    p = list(np.linspace(0.0, 1.0, 101))
+    z = list(np.linspace(-2.0, 6.0, 101))
+    cal = calibrate.from_null(p, z)
+    loose = cal.at(calibrate.Levels(threshold=0.3, gate=0.5, next=0.2))
+    assert loose.threshold == pytest.approx(0.3) and loose.solo_bg_z == pytest.approx(2.0)
+    assert loose.next_threshold == pytest.approx(0.2) and loose.n_background == cal.n_background
+    assert loose.as_dict()["levels"]["threshold"] == 0.3 and cal.at(calibrate.ROUTE_LEVELS) == cal
 
 
 def test_route_uses_the_index_calibration_unless_told_otherwise() -> None:

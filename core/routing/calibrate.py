@@ -30,7 +30,7 @@ rule was the most recall@2 on MetaTool tune positives with false alarms on its a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -46,6 +46,24 @@ GATE_BOUNDS = (1.0, 6.0)
 
 
 @dataclass(frozen=True)
+class Levels:
+    """Where on the null each bar sits (quantiles of the background prompts' best candidates)."""
+
+    threshold: float = THRESHOLD_LEVEL
+    gate: float = GATE_LEVEL
+    next: float = NEXT_LEVEL
+    clause_threshold: float = CLAUSE_THRESHOLD_LEVEL
+    clause_gate: float = CLAUSE_GATE_LEVEL
+
+    def as_dict(self) -> dict[str, float]:
+        return {"threshold": self.threshold, "gate": self.gate, "next": self.next,
+                "clause_threshold": self.clause_threshold, "clause_gate": self.clause_gate}
+
+
+ROUTE_LEVELS = Levels()
+
+
+@dataclass(frozen=True)
 class SelfCalibration:
     """The decision fitted to one corpus, and the figures it came from (shown to operators)."""
 
@@ -58,6 +76,16 @@ class SelfCalibration:
     # a clause of a multi-intent prompt is one more test against the same null: its own (stricter) levels
     clause_threshold: float | None = None
     clause_solo_bg_z: float | None = None
+    levels: Levels = ROUTE_LEVELS
+    # the null itself, so another use of the same index (the Tool Compass) can sit at other levels
+    null_p: tuple[float, ...] = field(default=(), repr=False, compare=False)
+    null_bg_z: tuple[float, ...] = field(default=(), repr=False, compare=False)
+
+    def at(self, levels: Levels) -> SelfCalibration:
+        """The same null read at other levels (no re-scoring)."""
+        if not self.null_p:
+            return replace(self, levels=levels)
+        return from_null(list(self.null_p), list(self.null_bg_z), levels)
 
     def describe(self) -> str:
         """The one line a route answer carries (levels and counts are in ``as_dict``)."""
@@ -71,8 +99,7 @@ class SelfCalibration:
                 "null_p_median": round(self.null_p_median, 3), "null_bg_z_median": round(self.null_bg_z_median, 2),
                 "clause_threshold": round(self.clause_threshold if self.clause_threshold is not None else self.threshold, 3),
                 "clause_solo_bg_z": round(self.clause_solo_bg_z if self.clause_solo_bg_z is not None else self.solo_bg_z, 2),
-                "levels": {"threshold": THRESHOLD_LEVEL, "gate": GATE_LEVEL, "next": NEXT_LEVEL,
-                           "clause_threshold": CLAUSE_THRESHOLD_LEVEL, "clause_gate": CLAUSE_GATE_LEVEL}}
+                "levels": self.levels.as_dict()}
 
 
 def leave_one_out_z(sems: npt.NDArray[np.float32], sd_floor: float) -> npt.NDArray[np.float32]:
@@ -88,17 +115,18 @@ def leave_one_out_z(sems: npt.NDArray[np.float32], sd_floor: float) -> npt.NDArr
     return ((x - mean) / sd).astype(np.float32)
 
 
-def from_null(null_p: list[float], null_bg_z: list[float]) -> SelfCalibration:
+def from_null(null_p: list[float], null_bg_z: list[float], levels: Levels = ROUTE_LEVELS) -> SelfCalibration:
     """The calibration from the best candidate's probability and bg_z on each background prompt."""
     p = np.asarray(null_p, np.float64)
     z = np.asarray(null_bg_z, np.float64)
     if p.size == 0:
-        return SelfCalibration(0.5, 3.0, 0.5, 0, 0.0, 0.0)
+        return SelfCalibration(0.5, 3.0, 0.5, 0, 0.0, 0.0, levels=levels)
     lo, hi = THRESHOLD_BOUNDS
-    thr = float(np.clip(np.quantile(p, THRESHOLD_LEVEL), lo, hi))
-    nxt = float(np.clip(np.quantile(p, NEXT_LEVEL), lo, thr))
-    gate = float(np.clip(np.quantile(z, GATE_LEVEL), *GATE_BOUNDS))
-    clause_thr = float(np.clip(np.quantile(p, CLAUSE_THRESHOLD_LEVEL), lo, hi))
-    clause_gate = float(np.clip(np.quantile(z, CLAUSE_GATE_LEVEL), *GATE_BOUNDS))
+    thr = float(np.clip(np.quantile(p, levels.threshold), lo, hi))
+    nxt = float(np.clip(np.quantile(p, levels.next), lo, thr))
+    gate = float(np.clip(np.quantile(z, levels.gate), *GATE_BOUNDS))
+    clause_thr = float(np.clip(np.quantile(p, levels.clause_threshold), lo, hi))
+    clause_gate = float(np.clip(np.quantile(z, levels.clause_gate), *GATE_BOUNDS))
     return SelfCalibration(thr, gate, nxt, int(p.size), float(np.median(p)), float(np.median(z)),
-                           max(thr, clause_thr), max(gate, clause_gate))
+                           max(thr, clause_thr), max(gate, clause_gate), levels,
+                           tuple(float(x) for x in p), tuple(float(x) for x in z))
