@@ -26,7 +26,41 @@ def test_a_bash_call_is_rewritten_to_run_through_bosun_and_keeps_its_other_field
     assert new["timeout"] == 120000 and new["description"] == "d"
     argv = shlex.split(new["command"])
     assert argv[-3:] == ["bash", "-c", "pytest -q tests/ | tail -20"]  # the original, whole, in a child bash
-    assert "bosun.server.commands.run" in argv and argv[argv.index("--session") + 1] == "claude-code:abc123"
+    assert argv[1:3] == ["-S", "-P"] and argv[3].endswith("/server/commands/_run_script.py")  # no site
+    assert argv[argv.index("--session") + 1] == "claude-code:abc123"
+
+
+@pytest.mark.parametrize("command, argv", [
+    ("pytest -q tests/unit", ["pytest", "-q", "tests/unit"]),
+    ("git log --oneline -5", ["git", "log", "--oneline", "-5"]),
+])
+def test_a_plain_argv_runs_without_a_shell(command: str, argv: list[str]) -> None:
+    out = decide(_event(command))
+    assert out is not None
+    words = shlex.split(out["hookSpecificOutput"]["updatedInput"]["command"])
+    assert words[words.index("--") + 1:] == argv
+
+
+@pytest.mark.parametrize("command", ["ls *.py tests", "echo hello world", "FOO=1 make test", "make\nmake test",
+                                     "cat ~/notes.txt", "pytest -q 'a b'", "make 2>err.log", "grep -rn x src | head"])
+def test_shell_syntax_builtins_and_assignments_keep_the_shell(command: str) -> None:
+    out = decide(_event(command))
+    assert out is not None
+    words = shlex.split(out["hookSpecificOutput"]["updatedInput"]["command"])
+    assert words[-3:] == ["bash", "-c", command]
+
+
+def test_the_rewritten_command_runs_through_run_py_without_site(tmp_path: object) -> None:
+    """The exact command line the hook writes runs the original (no daemon: printed, exit code kept)."""
+    import os
+
+    out = decide(_event("python3 -c 'import sys; print(42); sys.exit(4)'"))
+    assert out is not None
+    env = {**os.environ, "BOSUN_HOME": str(tmp_path), "BOSUN_RUN_START": "0"}
+    done = subprocess.run(out["hookSpecificOutput"]["updatedInput"]["command"], shell=True, capture_output=True,
+                          env=env, timeout=60, check=False)
+    assert done.returncode == 4 and done.stdout == b"42\n"
+    assert leave_alone(out["hookSpecificOutput"]["updatedInput"]["command"]) == "already bosun"
 
 
 def test_the_rewritten_command_runs_the_original_with_its_exit_code(tmp_path: object) -> None:
@@ -88,4 +122,4 @@ def test_the_hook_process_prints_the_rewrite() -> None:
                           input=json.dumps(_event("pytest -q tests")), capture_output=True, text=True, timeout=60,
                           check=False)
     assert proc.returncode == 0
-    assert "bosun.server.commands.run" in json.loads(proc.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
+    assert "/server/commands/_run_script.py" in json.loads(proc.stdout)["hookSpecificOutput"]["updatedInput"]["command"]

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -59,6 +59,14 @@ def _run(home: Path, *argv: str, env: dict[str, str] | None = None) -> subproces
                           env=full, timeout=60, check=False)
 
 
+def _until(done: Callable[[], bool], limit_s: float = 60.0) -> None:
+    """Wait for a condition another process makes true (polled; the limit only stops a broken run)."""
+    deadline = time.monotonic() + limit_s
+    while not done():
+        assert time.monotonic() < deadline, "never happened"
+        time.sleep(0.02)
+
+
 def _journal(home: Path, session: str) -> list[tuple[str, dict]]:  # type: ignore[type-arg]
     """The session task's events, read through a second Engine on the same home (as the CLI does)."""
     import asyncio
@@ -80,9 +88,11 @@ def test_small_output_passes_through_and_the_command_is_journaled(live: tuple[Pa
     proc = _run(home, "--session", "s1", "--", sys.executable, "-c", "print('hello'); raise SystemExit(3)")
     assert proc.returncode == 3, proc.stderr
     assert proc.stdout == b"hello\n"
-    assert not list((home / "spool").iterdir())  # observed: the spool is gone, the bytes are in the store
+    # a small output is printed at once and recorded by a detached child: wait for it (not for a time)
+    _until(lambda: not list((home / "spool").iterdir()))  # observed: the spool is gone, the bytes are in the store
     proc2 = _run(home, "--session", "s1", "--", "true")
     assert proc2.returncode == 0 and proc2.stdout == b""
+    _until(lambda: not list((home / "spool").iterdir()))
     events = [(k, p) for k, p in _journal(home, "s1") if k in ("tool_result", "tool_failure")]
     assert [k for k, _ in events] == ["tool_failure", "tool_result"]
     assert events[0][1]["exit_code"] == 3 and "print('hello')" in json.dumps(events[0][1]["args"])

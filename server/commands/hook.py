@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from bosun.server.commands import config_of
+from bosun.server.commands.run import HttpError, _dechunk, post_json  # noqa: F401  # one stdlib HTTP client for both (re-exported)
 
 NAME = "hook"
 HELP = ("harness hooks: `bosun hook claude-code` (UserPromptSubmit: route the prompt via the daemon), "
@@ -87,77 +88,6 @@ def _clip(text: str, limit: int) -> str:
         return text
     cut = data[: limit - 3].decode("utf-8", "ignore")
     return cut.rstrip() + "..."
-
-
-class HttpError(OSError):
-    """The daemon answered something that is not HTTP."""
-
-
-def post_json(url: str, body: dict[str, Any], token: str | None, timeout: float) -> tuple[int, bytes]:
-    """POST JSON and return (status, body).
-
-    Plain-http URLs (the loopback daemon) are spoken to over a raw socket: urllib.request drags in
-    http.client, email and ssl, about 30 ms of imports in a process that lives for one prompt.
-    """
-    parts = urlsplit(url)
-    data = json.dumps(body).encode("utf-8")
-    if parts.scheme != "http":
-        import urllib.error
-        import urllib.request
-
-        headers = {"Content-Type": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        req = urllib.request.Request(url, data=data, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=timeout) as resp:
-                return int(resp.status), resp.read()
-        except urllib.error.HTTPError as exc:
-            return int(exc.code), exc.read()
-    import socket
-
-    host = parts.hostname or "127.0.0.1"
-    port = parts.port or 80
-    head = [
-        f"POST {parts.path or '/'} HTTP/1.1",
-        f"Host: {parts.netloc}",
-        "Content-Type: application/json",
-        f"Content-Length: {len(data)}",
-        "Connection: close",
-    ]
-    if token:
-        head.append(f"Authorization: Bearer {token}")
-    request = ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + data
-    chunks = []
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.sendall(request)
-        while True:
-            block = sock.recv(65536)
-            if not block:
-                break
-            chunks.append(block)
-    raw = b"".join(chunks)
-    header, sep, payload = raw.partition(b"\r\n\r\n")
-    lines = header.decode("latin-1").split("\r\n")
-    status_line = lines[0].split(" ", 2)
-    if not sep or len(status_line) < 2 or not status_line[0].startswith("HTTP/"):
-        raise HttpError(f"not an HTTP response from {host}:{port}")
-    fields = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
-    if fields.get("transfer-encoding", "").lower() == "chunked":
-        payload = _dechunk(payload)
-    return int(status_line[1]), payload
-
-
-def _dechunk(data: bytes) -> bytes:
-    out = bytearray()
-    while data:
-        size_line, _, rest = data.partition(b"\r\n")
-        size = int(size_line.split(b";")[0].strip() or b"0", 16)
-        if size == 0:
-            break
-        out += rest[:size]
-        data = rest[size + 2 :]
-    return bytes(out)
 
 
 def process_age_ms() -> float | None:

@@ -2,7 +2,8 @@
 
 Claude Code runs it before each tool call with the call as JSON on stdin. For a ``Bash`` call it
 answers ``hookSpecificOutput.updatedInput`` with the command rewritten to
-``python -P -m bosun.server.commands.run --session SESSION -- bash -c 'ORIGINAL'``, so a big output
+``python -S -P .../bosun/server/commands/_run_script.py --session SESSION -- bash -c 'ORIGINAL'`` (a command
+that is a plain argv, ``pytest -q tests/unit`` say, runs without the ``bash -c``), so a big output
 reaches the agent as a stub, a noisy one as its compressed view, a small one unchanged, and
 every command lands in the session's task (precheck sees it). Left alone (no output, the call
 runs as it was):
@@ -38,6 +39,20 @@ INTERACTIVE = frozenset(["vi", "vim", "nvim", "nano", "emacs", "pico", "ed", "le
                          "mysql", "psql", "sqlite3", "redis-cli", "mongo", "irb", "ipython", "bpython",
                          "ghci", "node-repl", "passwd", "sudo", "su", "login", "fzf", "tig", "mc", "nnn"])
 REPLS = frozenset(["python", "python3", "node", "bash", "sh", "zsh", "ruby", "perl", "php", "R", "lua"])
+# bash's builtins and keywords (`compgen -b -k`): such a command word needs bash even when it is a plain argv
+BASH_WORDS = frozenset([
+    ".", ":", "[", "alias", "bg", "bind", "break", "builtin", "caller", "cd", "command", "compgen",
+    "complete", "compopt", "continue", "declare", "dirs", "disown", "echo", "enable", "eval", "exec",
+    "exit", "export", "false", "fc", "fg", "getopts", "hash", "help", "history", "jobs", "kill", "let",
+    "local", "logout", "mapfile", "popd", "printf", "pushd", "pwd", "read", "readarray", "readonly",
+    "return", "set", "shift", "shopt", "source", "suspend", "test", "times", "trap", "true", "type",
+    "typeset", "ulimit", "umask", "unalias", "unset", "wait", "if", "then", "else", "elif", "fi", "case",
+    "esac", "for", "select", "while", "until", "do", "done", "in", "function", "time", "{", "}", "!", "[[",
+    "]]", "coproc",
+])
+# words bash passes on unchanged, split by blanks: no quotes, expansions, globs, redirections, newlines,
+# separators or comments
+PLAIN_COMMAND = re.compile(r"[A-Za-z0-9_@%+=:,./-]+(?:[ \t]+[A-Za-z0-9_@%+=:,./-]+)*")
 SEGMENT = re.compile(r"&&|\|\||[;|&\n()]")
 INTERACTIVE_FLAGS = re.compile(
     r"\bgit\s+(?:add|checkout|reset|restore|stash)\s+(?:[^|;&]*\s)?-(?:p|-patch|i|-interactive)\b|"
@@ -67,7 +82,8 @@ def leave_alone(command: str) -> str | None:
     text = command.strip()
     if len(text) < MIN_CHARS:
         return "short"
-    if re.search(r"(?:^|[\s|;&(])(?:bosun|bosun-mcp)\s+(?:run|observe|recall)\b|bosun\.server\.commands\.run", text):
+    if re.search(r"(?:^|[\s|;&(])(?:bosun|bosun-mcp)\s+(?:run|observe|recall)\b|bosun\.server\.commands\.run|"
+                 r"/server/commands/(?:_run_script|run)\.py\b", text):
         return "already bosun"
     if INTERACTIVE_FLAGS.search(text):
         return "interactive"
@@ -85,18 +101,35 @@ def leave_alone(command: str) -> str | None:
     return None
 
 
+def plain_argv(command: str) -> list[str] | None:
+    """The words of ``command`` when bash would run them as one plain argv (no shell syntax at all, the first
+    word an executable rather than a builtin or an assignment); None when it needs bash."""
+    if not PLAIN_COMMAND.fullmatch(command.strip(" \t")):
+        return None
+    words = command.split()
+    if words[0] in BASH_WORDS or "=" in words[0]:
+        return None
+    return words
+
+
 def rewrite(command: str, session: str | None, runner: list[str]) -> str:
-    """The command that runs ``command`` through bosun run, in a child bash (pipes, heredocs, globs kept)."""
+    """The command that runs ``command`` through bosun run: as its argv when it is a plain one (no shell to
+    start), else in a child bash (pipes, heredocs, globs kept)."""
     parts = list(runner)
     if session:
         parts += ["--session", f"claude-code:{session}"]
-    parts += ["--", "bash", "-c", command]
+    argv = plain_argv(command)
+    parts += ["--", *argv] if argv is not None else ["--", "bash", "-c", command]
     return " ".join(shlex.quote(p) for p in parts)
 
 
 def runner() -> list[str]:
-    """How the rewritten command starts bosun run: this interpreter, the module directly (fastest start)."""
-    return [sys.executable, "-P", "-m", "bosun.server.commands.run"]
+    """How the rewritten command starts bosun run: this interpreter without ``site`` (``-S``: a third of the
+    start-up; run.py loads it only if it must start the daemon) on the ``_run_script.py`` stub, and ``-P`` so
+    the script's directory (which holds a ``select.py``) is not put first on ``sys.path``."""
+    import os
+
+    return [sys.executable, "-S", "-P", os.path.join(os.path.dirname(os.path.abspath(__file__)), "_run_script.py")]
 
 
 def decide(event: Any, permission: str | None = None) -> dict[str, Any] | None:
