@@ -37,10 +37,11 @@ C = 0.5
 CLAUSE_RULE = True  # measured both ways in the comparison
 SET_BALANCE = True
 SIGN = {"cov1": 1, "cov2": 1, "cov3": 1, "bigram": 1, "clause_min": 1, "sem_max": 1, "sem_best": 1,
-        "miss_frac": -1, "miss_max": -1, "num_missing": -1, "mismatch": -1}
+        "miss_frac": -1, "miss_max": -1, "num_missing": -1, "mismatch": -1, "specific_cov": 1, "sem_union": 1,
+        "log_sentences": -1}
 ARMS = {
     "lexical": LEXICAL_FEATURES,
-    "semantic": ("sem_max", "sem_best", "mismatch"),
+    "semantic": ("sem_max", "sem_best", "sem_union", "mismatch"),
     "hybrid": SEMANTIC_FEATURES,
 }
 

@@ -129,3 +129,29 @@ async def test_progress_says_the_audit_is_waiting_for_the_model(monkeypatch: pyt
     model.release.set()
     assert (await svc.report("", [{"content": "Aspirin lowers fever in adults."}],
                              "Aspirin lowers fever in adults.", None))["matcher"] == "semantic"
+
+
+def test_specific_words_and_evidence_size_features() -> None:
+    """A claim's date or name missing from the evidence lowers specific_cov (a common word does not);
+    log_sentences grows with the evidence; sem_union is the cosine with the mean of the best three."""
+    from bosun.core.audit.match import match_claim
+
+    ev = "Facebook agreed to acquire Instagram for about $1 billion in April 2012."
+    index = build_index([ev])
+    same = match_claim("Facebook agreed to acquire Instagram in April 2012.", index, [ev]).features
+    other_month = match_claim("Facebook agreed to acquire Instagram in June 2012.", index, [ev]).features
+    common_word = match_claim("Facebook agreed to quickly acquire Instagram in April 2012.", index, [ev]).features
+    assert same["specific_cov"] == 1.0
+    assert other_month["specific_cov"] < 1.0
+    assert common_word["specific_cov"] == 1.0
+    many = [ev] + [f"Unrelated sentence number {i} about gardens." for i in range(30)]
+    assert match_claim("Facebook acquired Instagram.", build_index(many), many).features["log_sentences"] > \
+        same["log_sentences"]
+    vecs = np.eye(4, dtype=np.float32)
+    claim_vec = np.array([1.0, 1.0, 1.0, 0.0], dtype=np.float32) / np.sqrt(3)
+    sents = ["Facebook bought Instagram.", "Instagram cost a billion.", "It was in April 2012.", "Gardens."]
+    idx = build_index(sents)
+    f = match_claim("Facebook bought Instagram for a billion in April 2012.", idx, sents, claim_vec,
+                    {i: vecs[i] for i in range(4)}).features
+    assert f["sem_union"] == pytest.approx(1.0, abs=1e-5)
+    assert f["sem_max"] == pytest.approx(1 / np.sqrt(3), abs=1e-5)

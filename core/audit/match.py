@@ -14,13 +14,19 @@ candidates get the detailed features:
 - ``bigram``: word pairs of the claim that the evidence has in the same order;
 - ``num_missing``: a number of the claim that the candidates do not contain;
 - ``mismatch``: a consistency check fired (see consistency.py);
+- ``specific_cov``: share of the claim's specific words (numbers, capitalised names) those three
+  sentences contain: a missing date or name matters more than a missing common word;
+- ``log_sentences``: log(1 + sentences in the evidence): the more sentences, the more of a claim's
+  words turn up somewhere by chance, so the same coverage means less on a long page;
 - with the semantic (hybrid) matcher, ``sem_max`` and ``sem_best``: the embedding cosine of the best
-  candidate and of the cited evidence.
+  candidate and of the cited evidence; ``sem_union``: the cosine with the mean of the three most
+  similar candidates (support spread over a few sentences).
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -42,8 +48,13 @@ CLAUSE_MIN = 0.2  # a clause of a several-clause claim less covered than this is
 def has_uncovered_clause(features: dict[str, float]) -> bool:
     """An add-on clause no evidence covers: the claim is at most partially supported."""
     return features["n_clauses"] > 1 and features["clause_min"] < CLAUSE_MIN
-LEXICAL_FEATURES = ("cov1", "cov2", "cov3", "miss_frac", "miss_max", "clause_min", "bigram", "num_missing", "mismatch")
-SEMANTIC_FEATURES = (*LEXICAL_FEATURES, "sem_max", "sem_best")
+LEXICAL_FEATURES = ("cov1", "cov2", "cov3", "miss_frac", "miss_max", "clause_min", "bigram", "num_missing", "mismatch",
+                    "specific_cov", "log_sentences")
+SEMANTIC_FEATURES = (*LEXICAL_FEATURES, "sem_max", "sem_best", "sem_union")
+SEM_UNION_K = 3  # candidates averaged for sem_union, as many as the greedy cover uses
+
+# a number, or a capitalised word that does not open the claim or a sentence of it: a name or a date
+_SPECIFIC = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]*|\d[\d.,]*)")
 
 _CLAUSE_SPLIT = re.compile(
     r"\s*(?:;|,\s*(?:and|but|while|whereas|which|who|where|so|yet)\b|\b(?:and|but)\s+(?:also|it|they|he|she|this|that)\b"
@@ -153,7 +164,7 @@ def match_claim(
     if claim_vec is not None and cand_vecs is not None and cands:
         sem = np.array([float(cand_vecs[s] @ claim_vec) for s in cands])
     if not cands:
-        return ClaimMatch(_empty_features(n_tok), [], None, 0.0)
+        return ClaimMatch(_empty_features(n_tok, index.size), [], None, 0.0)
 
     rank = cov + (sem if sem is not None else 0.0)
     best_i = int(np.argmax(rank))
@@ -188,6 +199,7 @@ def match_claim(
     ev_bigrams = set(itertools.pairwise(ev_tokens))
     bigram = (sum(1 for bg in bigrams if bg in ev_bigrams) / len(bigrams)) if bigrams else cov1
     nums = [t for t in terms.tokens if t[0].isdigit()]
+    specific = _specific_tokens(claim_text).intersection(terms.tokens)
     mismatches = _mismatches(claim_text, evidence, index, contents, cands, cov)
     features = {
         "cov1": cov1, "cov2": max(cov1, cov2), "cov3": cov3,
@@ -195,16 +207,37 @@ def match_claim(
         "clause_min": min(clause_cov)[0] if clause_cov else cov3, "bigram": bigram,
         "num_missing": 1.0 if any(t not in covered_set for t in nums) else 0.0,
         "mismatch": 1.0 if mismatches else 0.0, "n_clauses": float(len(clause_cov)),
+        "specific_cov": sum(1 for t in specific if t in covered_set) / len(specific) if specific else 1.0,
+        "log_sentences": math.log1p(index.size),
         "sem_max": float(sem.max()) if sem is not None else 0.0,
         "sem_best": float(sem[evidence_i[0]]) if sem is not None else 0.0,
+        "sem_union": _sem_union(claim_vec, cands, cand_vecs, sem) if sem is not None else 0.0,
     }
     return ClaimMatch(features, evidence, cands[best_i], float(cov[best_i]), mismatches, cands,
                       weakest[1] if weakest is not None else None)
 
 
-def _empty_features(n_tok: int) -> dict[str, float]:
+@lru_cache(maxsize=8192)
+def _specific_tokens(claim: str) -> frozenset[str]:
+    """Tokens of the claim's numbers and capitalised words (names, months, places)."""
+    return frozenset(t for m in _SPECIFIC.finditer(claim) for t in content_tokens(m.group(1)))
+
+
+def _sem_union(claim_vec: np.ndarray | None, cands: list[int], cand_vecs: dict[int, np.ndarray] | None,
+               sem: np.ndarray) -> float:
+    """Cosine of the claim with the normalised mean of its SEM_UNION_K most similar candidates."""
+    if claim_vec is None or cand_vecs is None:
+        return 0.0
+    top = np.argsort(-sem, kind="stable")[:SEM_UNION_K]
+    mean = np.mean([cand_vecs[cands[int(i)]] for i in top], axis=0)
+    norm = float(np.linalg.norm(mean))
+    return float(mean @ claim_vec) / norm if norm > 0 else 0.0
+
+
+def _empty_features(n_tok: int, n_sentences: int) -> dict[str, float]:
     return {"cov1": 0.0, "cov2": 0.0, "cov3": 0.0, "miss_frac": 1.0 if n_tok else 0.0, "miss_max": 1.0 if n_tok else 0.0,
-            "clause_min": 0.0, "bigram": 0.0, "num_missing": 0.0, "mismatch": 0.0, "n_clauses": 0.0, "sem_max": 0.0, "sem_best": 0.0}
+            "clause_min": 0.0, "bigram": 0.0, "num_missing": 0.0, "mismatch": 0.0, "n_clauses": 0.0,
+            "specific_cov": 0.0, "log_sentences": math.log1p(n_sentences), "sem_max": 0.0, "sem_best": 0.0, "sem_union": 0.0}
 
 
 def _mismatches(claim: str, evidence: list[int], index: SentenceIndex, contents: list[str],
