@@ -154,6 +154,26 @@ def cached_vectors(texts: Sequence[str], extra: Sequence[Path] = ()) -> dict[str
     return {t: have[k] for t, k in key.items() if k in have}
 
 
+def route_cached_vectors(texts: Sequence[str]) -> dict[str, Vectors]:
+    """The vectors ``route_common.embed_cached`` keeps for ``texts`` (keyed by a 32-hex sha256 prefix), for
+    benches that need many real texts with vectors (the 20,000-candidate speed row) without embedding."""
+    import hashlib
+
+    folder = Path(os.environ.get("BOSUN_BENCH_CACHE", Path.home() / ".cache" / "bosun-bench"))
+    out: dict[str, Vectors] = {}
+    for path in sorted(folder.glob("vecs-*.npz")):
+        try:
+            with np.load(path) as data:
+                have = dict(zip(data["keys"].tolist(), np.asarray(data["vecs"], np.float32), strict=True))
+        except (OSError, ValueError, KeyError):
+            continue
+        for t in texts:
+            vec = have.get(hashlib.sha256(t.encode()).hexdigest()[:32])
+            if vec is not None:
+                out.setdefault(t, vec)
+    return out
+
+
 def covered(cases: Sequence[Case], vecs: dict[str, Vectors]) -> list[Case]:
     """The cases whose every text has a vector."""
     return [c for c in cases if all(t in vecs for t in (c.goal, *c.candidates, *c.context))]

@@ -104,14 +104,17 @@ def _encode(text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
 
 _VIEWS: OrderedDict[tuple[tuple[str, ...], int], LexicalView] = OrderedDict()
 _VIEW_SLOTS = 4
-_VIEW_MAX_ENTRIES = 500_000  # bigger pools are rebuilt each time rather than held
+# the entries of the views held together (a 20,000-passage pool is ~1.2M entries, ~30 bytes each);
+# a pool bigger than this on its own is rebuilt each time rather than held
+_VIEW_MAX_ENTRIES = 2_500_000
 
 
 def view_of(texts: Sequence[str], head_terms: int = 3) -> LexicalView:
     """The lexical view of ``texts``, reused when the same pool is selected from again.
 
     An agent re-selecting over the same candidates (a new goal, a new budget) pays for
-    the view once, as it pays for the embeddings once.
+    the view once, as it pays for the embeddings once. The key is the pool's content (the
+    texts in order); the last few pools are held, within a total size.
     """
     key = (tuple(texts), head_terms)
     view = _VIEWS.get(key)
@@ -121,7 +124,7 @@ def view_of(texts: Sequence[str], head_terms: int = 3) -> LexicalView:
     view = LexicalView(texts, head_terms)
     if len(view.indices) <= _VIEW_MAX_ENTRIES:
         _VIEWS[key] = view
-        while len(_VIEWS) > _VIEW_SLOTS:
+        while len(_VIEWS) > _VIEW_SLOTS or sum(len(v.indices) for v in _VIEWS.values()) > _VIEW_MAX_ENTRIES:
             _VIEWS.popitem(last=False)
     return view
 

@@ -23,7 +23,7 @@ Strategies
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, cast
 
@@ -62,6 +62,10 @@ class Params:
     hop_head_terms: int = 3  # a candidate's first distinct terms: what it is about
     overlap_threshold: float = 0.6  # similarity to context beyond which hybrid penalises (and "redundant" is said)
     overlap_penalty: float = 4.0
+    # hybrid: the first pick is chosen among this many best-scoring candidates by its score plus the best
+    # score a second pick would then have (a one-step look-ahead: the pair that fits the budget and
+    # answers the goal together, e.g. a multi-hop question's bridge passage); 0: plain greedy
+    lookahead: int = 0
 
     @property
     def one_minus_lambda(self) -> float:
@@ -78,6 +82,8 @@ class Params:
             raise InvalidInput("min_relevance", f"{self.min_relevance} is out of range", "[-1, 1)")
         if not 0.0 <= self.relevance_floor < 1.0:
             raise InvalidInput("relevance_floor", f"{self.relevance_floor} is out of range", "[0, 1)")
+        if self.lookahead < 0:
+            raise InvalidInput("lookahead", f"{self.lookahead} is negative", "a count >= 0")
         if self.max_items is not None and self.max_items < 1:
             raise InvalidInput("max_items", f"{self.max_items} must be at least 1", "a positive integer or null")
 
@@ -115,9 +121,19 @@ class Selection:
     strategy: str
     budget_tokens: int
     selected: list[Pick] = field(default_factory=list)
-    rejected: list[Rejection] = field(default_factory=list)  # the strongest ``explain`` ones
     rejected_counts: dict[str, int] = field(default_factory=dict)
     note: str | None = None
+    # the rejections are written out when first read (a caller that shows none pays for none)
+    _rejected: list[Rejection] | None = field(default=None, repr=False, compare=False)
+    _explain_later: Callable[[], list[Rejection]] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def rejected(self) -> list[Rejection]:
+        """The strongest ``explain`` rejections, by relevance, each with its reason."""
+        if self._rejected is None:
+            later, self._explain_later = self._explain_later, None
+            self._rejected = later() if later is not None else []
+        return self._rejected
 
     @property
     def tokens_used(self) -> int:
@@ -317,7 +333,9 @@ class _Run:
                 # that only overlaps earlier picks is still packed: it may carry the goal's other half)
                 self.exhausted = True
                 break
-            if tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
+            if hybrid and not picked and p.lookahead > 1 and p.iterative and limit > 1:
+                best = self._look_ahead(masked, pen, remaining)
+            elif tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
                 ties = (masked >= top - NEAR_TIE_EPSILON).nonzero()[0]
                 if len(ties) > 1:
                     if max_tok > remaining:
@@ -373,6 +391,35 @@ class _Run:
             out.note = self._empty_note(out)
         return out
 
+    def _look_ahead(self, masked: F32, pen: F32, remaining: int) -> int:
+        """The first pick: among the ``lookahead`` best that fit, the one whose score plus the best
+        positive score a second pick would then have is highest (the second must fit what is left).
+
+        A pick's follow-up is scored as the loop would score it after the pick joins (coverage, links,
+        the overlap penalty, near-duplicates dropped), for all the first candidates in one batch.
+        """
+        lex = self.lex
+        assert lex is not None
+        p = self.params
+        fits = np.where(self.tokens <= remaining, masked, -np.inf)
+        k = min(p.lookahead, int(np.isfinite(fits).sum()))
+        best = int(fits.argmax())
+        if k < 2:
+            return best
+        firsts = np.argpartition(-fits, k - 1)[:k]
+        firsts = firsts[np.argsort(-fits[firsts], kind="stable")]  # best first: ties keep the greedy choice
+        cols = self.cands @ self.cands[firsts].T  # [n, k]
+        after = lex.peek(firsts)  # [n, k]: relevance once each first pick has joined
+        np.subtract(cols, p.overlap_threshold, out=cols)
+        np.maximum(cols, 0.0, out=cols)
+        follow = after - np.maximum(pen[:, None], p.overlap_penalty * cols)
+        dup = cols >= p.redundancy_threshold - p.overlap_threshold
+        left = remaining - self.tokens[firsts]
+        follow[dup | (self.tokens[:, None] > left[None, :])] = -np.inf
+        follow[firsts, np.arange(k)] = -np.inf
+        value = fits[firsts] + np.maximum(follow.max(axis=0), 0.0)
+        return int(firsts[int(value.argmax())])
+
     def _nearest(self, idx: Sequence[int] | npt.NDArray[np.int64], before: bool = False) -> tuple[npt.NDArray[np.int64], F32]:
         """For each candidate in ``idx``, the most similar context or selected item and the similarity.
 
@@ -403,8 +450,12 @@ class _Run:
         for c, name in _REASONS.items():
             if counts[c]:
                 out.rejected_counts[name] = int(counts[c])
-        if explain <= 0 or not len(rejected):
-            return
+        if explain > 0 and len(rejected):
+            out._explain_later = lambda: self._rejections(rejected, explain)
+
+    def _rejections(self, rejected: npt.NDArray[np.int64], explain: int) -> list[Rejection]:
+        """The strongest ``explain`` of ``rejected`` with their reasons (when the answer is read)."""
+        out: list[Rejection] = []
         rel = self.relevance()
         neg = -rel[rejected]
         if len(rejected) > explain:  # the same order as a stable sort of all, for a fraction of the cost
@@ -438,7 +489,8 @@ class _Run:
                 why = f"redundant with {other} (similarity {sim:.2f})"
             else:
                 why = f"{t} tokens, {left} left in the budget"
-            out.rejected.append(Rejection(i, r, nov, f, t, _REASONS[c], why, other))
+            out.append(Rejection(i, r, nov, f, t, _REASONS[c], why, other))
+        return out
 
     def _why(self, rel: float, novelty: float, near: int, link: tuple[str, float] | None) -> str:
         why = f"relevance {rel:.2f}"
@@ -490,7 +542,7 @@ class _Lexical:
         if p.coverage > 0 and len(self.q_cols):
             hold = self.cols > 0
             self.covers = np.where(hold, np.float32(1.0 - p.coverage), np.float32(1.0))
-            self.covers_any = (self.cols @ np.ones(len(self.q_cols), np.float32) > 0).tolist()
+            self.covers_any = cast(list[bool], hold.any(axis=1).tolist())
         self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
@@ -501,6 +553,8 @@ class _Lexical:
             self._mark(self.view.query(text)[0])
             self._cover()
             self._unmark(self.view.query(text)[0])
+        # the lexical signal is lexm @ weights: one product per pick that covers a goal term
+        self.lexm: F32 = (p.lexical_weight * (self.cols * self.q_vals)).astype(np.float32)
         self._dense = ((1.0 - p.lexical_weight) * dense).astype(np.float32)
         self._base: F32 = self._dense + self._lexical()  # dense + lexical: changes only when coverage does
         self.rel: F32 = self._base if self.head is None else np.add(self._base, p.hop_weight * self.hop_gain)
@@ -512,8 +566,7 @@ class _Lexical:
         self._present[cols] = 0.0
 
     def _lexical(self) -> F32:
-        # the product is float64 when the term weights are; callers add it to float32 scores as before
-        return cast(F32, self.params.lexical_weight * (self.cols @ (self.q_vals * self.weights)))
+        return cast(F32, self.lexm @ self.weights)
 
     def join(self, i: int) -> None:
         """Pick ``i`` joins the context: its goal terms count less, its links count, ``rel`` follows."""
@@ -522,7 +575,7 @@ class _Lexical:
             # goal terms the pick holds lose weight (a greedy set cover)
             assert self.covers is not None
             self.weights *= self.covers[i]
-            np.add(self._dense, self._lexical(), out=self._base)
+            np.add(self._dense, self.lexm @ self.weights, out=self._base)
         if self.head is not None:
             if self.k == len(self.links):
                 self.links = np.concatenate([self.links, np.empty_like(self.links)])
@@ -534,6 +587,31 @@ class _Lexical:
             np.multiply(p.hop_weight, hop, out=self.rel)  # (dense + lexical) + weight x link
             np.add(self._base, self.rel, out=self.rel)
         self.k += 1
+
+    def peek(self, firsts: npt.NDArray[np.int64]) -> F32:
+        """[n, len(firsts)]: ``rel`` as it would be after each of ``firsts`` joined (nothing changes)."""
+        p = self.params
+        k = len(firsts)
+        if self.covers is not None:
+            base = self.lexm @ (self.weights * self.covers[firsts]).T  # [n, k]
+            base += self._dense[:, None]
+        else:
+            base = np.repeat(self._base[:, None], k, axis=1)
+        if self.head is None:
+            return base
+        view = self.view
+        starts, ends = view.indptr[firsts], view.indptr[firsts + 1]
+        lens = ends - starts
+        at = np.repeat(starts - np.cumsum(lens) + lens, lens) + np.arange(int(lens.sum()))
+        present = np.zeros((k, view.v + 1), dtype=np.float32)  # row r: the terms first pick r holds
+        present[np.repeat(np.arange(k), lens), view.indices[at]] = 1.0
+        # hop[c, r]: the weighted share of c's head terms that first pick r holds
+        hop = np.einsum("hn,khn->nk", self.head, present[:, view.head_grid])
+        hop[firsts, np.arange(k)] = 0.0
+        np.maximum(hop, self.hop_gain[:, None], out=hop)
+        hop *= p.hop_weight
+        base += hop
+        return base
 
     def sources(self, picked: Sequence[int]) -> tuple[list[int], list[float]]:
         """For each pick: the rank of the earliest earlier pick whose link to it is the strongest,
