@@ -1,22 +1,32 @@
 """The ``bosun`` command line.
 
 Imports stay inside the subcommands: ``bosun stdio`` and ``bosun hook`` must
-start fast and never touch numpy or fastembed.
+start fast and never touch numpy or fastembed. ``bosun hook`` and ``bosun run``
+run once per prompt and once per agent command: ``main`` hands them their
+arguments before anything else is imported or parsed (``FAST_COMMANDS``), so the
+console script starts them as leanly as ``python -m`` on their modules does.
 """
 
 from __future__ import annotations
 
-import argparse
-import importlib
-import logging
 import os
 import sys
-from pathlib import Path
 
-import bosun
-from bosun.server.commands import config_of
-from bosun.server.config import Config, ConfigError
-from bosun.server.home_check import EXIT_UNWRITABLE
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from pathlib import Path
+
+    from bosun.server.config import Config
+
+# subcommands whose module's own ``main(argv)`` parses and runs them: no parser of every command built first
+FAST_COMMANDS = {"hook": "bosun.server.commands.hook", "run": "bosun.server.commands.run"}
+
+
+def config_of(args: argparse.Namespace) -> Config:
+    from bosun.server.commands import config_of
+
+    return config_of(args)
 
 
 def _home(args: argparse.Namespace) -> Path:
@@ -47,6 +57,8 @@ def _add_policies(parser: argparse.ArgumentParser) -> None:
 
 
 def _logging(verbose: bool) -> None:
+    import logging
+
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING,
         stream=sys.stderr,
@@ -72,6 +84,8 @@ def _exit_now() -> None:
     running on a daemon thread, and spends about a second tearing down onnxruntime: none of
     it holds state worth waiting for.
     """
+    import logging
+
     logging.shutdown()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -83,6 +97,8 @@ def _exit_now() -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     _quiet_blas()
+    from pathlib import Path
+
     import anyio
 
     from bosun.server.transport.serve import ServeError, serve
@@ -96,6 +112,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         config.policies = [Path(p).expanduser() for p in args.policies]
     db = config.db_path
     if _home_unwritable(config.home, db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")):
+        from bosun.server.home_check import EXIT_UNWRITABLE
+
         return EXIT_UNWRITABLE
     try:
         anyio.run(lambda: serve(config, http=not args.no_http, stdio=args.stdio))
@@ -109,6 +127,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_stdio(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     home = _home(args)
     extra: list[str] = []
     for p in args.policies or []:
@@ -131,6 +151,8 @@ def cmd_stdio(args: argparse.Namespace) -> int:
 
 
 def cmd_provision(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
     from bosun.server.model import DEFAULT_MODEL, DEFAULT_MODEL_ID, default_model_dir
     from bosun.server.provision import provision
 
@@ -143,6 +165,8 @@ def cmd_provision(args: argparse.Namespace) -> int:
     else:
         cache = home / "models" / name.replace("/", "--")
     if not args.check and _home_unwritable(home, cache):
+        from bosun.server.home_check import EXIT_UNWRITABLE
+
         return EXIT_UNWRITABLE
     report = provision(args.model, cache, args.check)
     if args.json:
@@ -154,6 +178,11 @@ def cmd_provision(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+    import importlib
+
+    import bosun
+
     parser = argparse.ArgumentParser(prog="bosun", description=bosun.__doc__.splitlines()[0] if bosun.__doc__ else None)
     parser.add_argument("--version", action="version", version=f"bosun {bosun.__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO to stderr")
@@ -193,6 +222,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv and argv[0] in FAST_COMMANDS:
+        import importlib
+
+        sys.exit(importlib.import_module(FAST_COMMANDS[argv[0]]).main(argv[1:]))
+    from pathlib import Path
+
+    from bosun.server.config import Config, ConfigError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     _logging(args.verbose)

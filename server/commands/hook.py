@@ -16,17 +16,18 @@ process's start (``/proc/self/stat``, 10 ms ticks) to the answer, not the daemon
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 import time
-from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any
 
 from bosun.server.commands import config_of
-from bosun.server.commands.run import HttpError, _dechunk, post_json  # noqa: F401  # one stdlib HTTP client for both (re-exported)
+from bosun.server.commands.run import HttpError, _dechunk, observe_url, post_json  # noqa: F401  # one stdlib HTTP client for both (re-exported)
+
+if TYPE_CHECKING:  # argparse and pathlib are not imported on the hook's path (``main`` parses by hand)
+    import argparse
+    from pathlib import Path
 
 NAME = "hook"
 HELP = ("harness hooks: `bosun hook claude-code` (UserPromptSubmit: route the prompt via the daemon), "
@@ -54,10 +55,7 @@ def _home(args: argparse.Namespace) -> Path:
 
 def route_url(daemon_url: str) -> str:
     """http://127.0.0.1:8790/mcp -> http://127.0.0.1:8790/v1/route"""
-    parts = urlsplit(daemon_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ValueError(f"daemon url {daemon_url!r} is not an http(s) URL")
-    return urlunsplit((parts.scheme, parts.netloc, "/v1/route", "", ""))
+    return observe_url(daemon_url).replace("/v1/observe", "/v1/route")
 
 
 def render(result: dict[str, Any], limit: int = MAX_CONTEXT_BYTES) -> str:
@@ -247,8 +245,58 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+class Options:
+    """The parsed arguments (argparse's names, so ``run`` takes either)."""
+
+    def __init__(self, harness: str) -> None:
+        self.harness = harness
+        self.permission: str | None = None
+        self.home: str | None = None
+        self.timeout: float | None = None
+
+
+def quick_parse(argv: list[str]) -> Options | None:
+    """The arguments without argparse (imports the hook's fresh process need not pay); None for anything
+    else (argparse then parses, and reports the error or the help)."""
+    positional: list[str] = []
+    values: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        name, eq, value = argv[i].partition("=")
+        if name in ("--permission", "--home", "--timeout"):
+            if not eq:
+                if i + 1 >= len(argv):
+                    return None
+                i += 1
+                value = argv[i]
+            values[name[2:]] = value
+        elif name.startswith("-"):
+            return None
+        else:
+            positional.append(argv[i])
+        i += 1
+    if len(positional) != 1 or positional[0] not in ("claude-code", "claude-code-pretool"):
+        return None
+    if values.get("permission") not in (None, "allow", "ask"):
+        return None
+    opts = Options(positional[0])
+    opts.permission = values.get("permission")
+    opts.home = values.get("home")
+    try:
+        opts.timeout = float(values["timeout"]) if "timeout" in values else None
+    except ValueError:
+        return None
+    return opts
+
+
 def main(argv: list[str] | None = None) -> int:
-    """``python -m bosun.server.commands.hook claude-code``: the same hook without building the whole CLI."""
+    """``python -m bosun.server.commands.hook claude-code`` (and ``bosun hook``): the hook without the whole CLI."""
+    argv = sys.argv[1:] if argv is None else argv
+    opts = quick_parse(argv)
+    if opts is not None:
+        return run(opts)  # type: ignore[arg-type]  # the same attributes as argparse's Namespace
+    import argparse
+
     parser = argparse.ArgumentParser(prog="bosun hook")
     add_arguments(parser)
     return run(parser.parse_args(argv))

@@ -21,12 +21,14 @@ the command text alone in a few milliseconds.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import argparse
 
 MIN_CHARS = 6  # "ls", "pwd", "git st": shorter commands are left alone
 # builtins whose effect is on the shell itself: lost in a child shell
