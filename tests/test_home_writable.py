@@ -50,7 +50,8 @@ def locked_home() -> Iterator[tuple[Path, bool]]:
 AS_NOBODY = f"""
 import os, sys
 import anyio, bosun.server.cli, bosun.server.home_check, bosun.server.model, bosun.server.provision
-import bosun.server.transport.serve
+import bosun.server.transport.serve, bosun.server.config, logging, pathlib
+bosun.server.cli.build_parser()  # imports every command module (the CLI imports them lazily)
 os.setgroups([]); os.setgid({NOBODY}); os.setuid({NOBODY})
 bosun.server.cli.main(sys.argv[1:])
 """
