@@ -36,6 +36,10 @@ OUT = Path(__file__).resolve().parents[1] / "core" / "audit" / "audit_model.json
 C = 0.5
 CLAUSE_RULE = True  # measured both ways in the comparison
 SET_BALANCE = True
+# weight classes by every claim of a set (the metric's prior, see fit_arrays) instead of 50/50 among
+# the claims with evidence: measured in the comparison (ExpertQA CV up, ExpertQA -> WiCE transfer
+# down: the no-citation share is ExpertQA's own), so off
+METRIC_PRIOR = False
 SIGN = {"cov1": 1, "cov2": 1, "cov3": 1, "bigram": 1, "clause_min": 1, "sem_max": 1, "sem_best": 1,
         "miss_frac": -1, "miss_max": -1, "num_missing": -1, "mismatch": -1, "specific_cov": 1, "sem_union": 1,
         "log_sentences": -1}
@@ -47,20 +51,28 @@ ARMS = {
 
 
 def fit_arrays(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], sets: np.ndarray | None = None,
+               totals: dict[tuple[str, int], int] | None = None,
                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Logistic regression, L2 (1/C), sign-constrained, on standardised features. Row weights
-    balance the classes within each set and give each set the same total weight, so the larger
-    set does not decide the threshold for the other."""
+    mirror balanced accuracy: each row of class c in set s weighs 1 / (claims of class c in s), and
+    each set gets the same total weight, so the larger set does not decide the threshold for the
+    other. ``totals`` counts every claim of the set, the ones without evidence too (they are scored
+    unsupported by rule and are not fitted): balanced accuracy counts them, so a fitted negative
+    weighs what a negative weighs in the metric (calibration at the metric's prior, not 50/50
+    among the claims with evidence)."""
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale == 0] = 1.0
     z = (x - mean) / scale
-    sets = sets if sets is not None and SET_BALANCE else np.zeros(len(y), dtype=int)
+    sets = sets if sets is not None and SET_BALANCE else np.full(len(y), "all")
     sw = np.zeros(len(y))
-    cells = [(s, c) for s in np.unique(sets) for c in (0, 1) if ((sets == s) & (y == c)).any()]
-    for s, c in cells:
-        mask = (sets == s) & (y == c)
-        sw[mask] = len(y) / (len(cells) * mask.sum())
+    for s in np.unique(sets):
+        for c in (0, 1):
+            mask = (sets == s) & (y == c)
+            if mask.any():
+                n = totals.get((str(s), c), 0) if totals else 0
+                sw[mask] = 1.0 / max(n, int(mask.sum()))
+    sw *= len(y) / sw.sum()
 
     def loss(p: np.ndarray) -> tuple[float, np.ndarray]:
         w, b = p[:-1], p[-1]
@@ -101,36 +113,52 @@ def dev_rows(emb: EmbedCache | None, part: str = "dev") -> tuple[list[Example], 
     return data, rows, y
 
 
-def compare(data: list[Example], rows: list[dict[str, float]], y: np.ndarray, arms: dict[str, tuple[str, ...]]) -> list[str]:
+def class_totals(data: list[Example], y: np.ndarray) -> dict[tuple[str, int], int]:
+    """Claims per (set, class), with or without evidence: balanced accuracy's denominators."""
+    out: dict[tuple[str, int], int] = {}
+    for e, label in zip(data, y.tolist(), strict=True):
+        out[(e.dataset, label)] = out.get((e.dataset, label), 0) + 1
+    return out
+
+
+def compare(data: list[Example], rows: list[dict[str, float]], y: np.ndarray, arms: dict[str, tuple[str, ...]],
+            metric_prior: bool = METRIC_PRIOR, header: bool = True) -> list[str]:
     """Grouped 5-fold CV over both sets and transfer in both directions, per arm. Models are fitted
     on rows that have evidence; a row without evidence (an ExpertQA claim with no citation) is
-    scored as the audit scores it: unsupported."""
+    scored as the audit scores it: unsupported. ``metric_prior``: weight classes by all the claims
+    of the training part (see ``fit_arrays``), else 50/50 among the claims with evidence."""
     from sklearn.model_selection import GroupKFold
 
     ds = np.array([e.dataset for e in data])
     has = np.array([bool(e.chunks) for e in data])
     groups = [f"{e.dataset}:{e.group}" for e in data]
+
+    def totals(idx: np.ndarray) -> dict[tuple[str, int], int] | None:
+        return class_totals([data[i] for i in idx], y[idx]) if metric_prior else None
+
     lines = ["| arm | CV WiCE | CV ExpertQA | WiCE -> ExpertQA | ExpertQA -> WiCE |", "|---|---:|---:|---:|---:|"]
+    lines = lines if header else []
     for arm, names in arms.items():
         x = np.array([[r[n] for n in names] for r in rows])
         oof = np.zeros(len(y))
         for tr, te in GroupKFold(n_splits=5).split(x, y, groups):
-            tr = tr[has[tr]]
-            oof[te] = predict(fit_arrays(x[tr], y[tr], names, ds[tr]), x[te])
+            fit_tr = tr[has[tr]]
+            oof[te] = predict(fit_arrays(x[fit_tr], y[fit_tr], names, ds[fit_tr], totals(tr)), x[te])
         sup = supported(oof, rows) * has
         cv = {d: bal_acc(y[ds == d], sup[ds == d]) for d in ("wice", "expertqa")}
         cells = []
         for src, dst in (("wice", "expertqa"), ("expertqa", "wice")):
             fit = (ds == src) & has
-            p = predict(fit_arrays(x[fit], y[fit], names), x[ds == dst])
+            p = predict(fit_arrays(x[fit], y[fit], names, ds[fit], totals(np.flatnonzero(ds == src))), x[ds == dst])
             rows_dst = [r for r, d in zip(rows, ds, strict=True) if d == dst]
             cells.append(bal_acc(y[ds == dst], supported(p, rows_dst) * has[ds == dst]))
         lines.append(f"| {arm} | {cv['wice']:.3f} | {cv['expertqa']:.3f} | {cells[0]:.3f} | {cells[1]:.3f} |")
     return lines
 
 
-def fit_json(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], sets: np.ndarray) -> dict[str, object]:
-    mean, scale, coef, intercept = fit_arrays(x, y, names, sets)
+def fit_json(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], sets: np.ndarray,
+             totals: dict[tuple[str, int], int] | None) -> dict[str, object]:
+    mean, scale, coef, intercept = fit_arrays(x, y, names, sets, totals)
     return {"features": list(names), "mean": [round(float(v), 6) for v in mean],
             "scale": [round(float(v), 6) for v in scale], "coef": [round(float(v), 6) for v in coef],
             "intercept": round(intercept, 6)}
@@ -145,18 +173,23 @@ def main() -> None:
     print(f"dev rows: {len(y)} ({int(y.sum())} supported); "
           f"wice {sum(e.dataset == 'wice' for e in data)}, expertqa {sum(e.dataset == 'expertqa' for e in data)}")
     print("\n".join(compare(data, rows, y, {"lexical": LEXICAL_FEATURES} if lexical_only else ARMS)))
+    if not lexical_only:  # the ablation: the other class prior
+        other = "50/50 among claims with evidence" if METRIC_PRIOR else "the metric's prior"
+        print("\n".join(compare(data, rows, y, {f"hybrid, {other}": SEMANTIC_FEATURES}, not METRIC_PRIOR, False)))
     if "--compare" in sys.argv or lexical_only:
         return
+    totals = class_totals(data, y) if METRIC_PRIOR else None
     fit = [i for i, e in enumerate(data) if e.chunks]  # a claim without evidence is unsupported by rule
     rows, y = [rows[i] for i in fit], y[fit]
     sets = np.array([data[i].dataset for i in fit])
     model = {
         "trained_by": "bench/audit_train.py",
         "data": "wice-dev + expertqa-dev, strict mapping, held-out fifth (seed 23) excluded",
-        "rows": len(y), "positives": int(y.sum()), "C": C, "class_weight": "balanced",
+        "rows": len(y), "positives": int(y.sum()), "C": C,
+        "class_weight": "balanced per set" + (" over all its claims (the metric's prior)" if METRIC_PRIOR else ""),
         "constraints": "coefficient signs fixed by SIGN (monotone)",
-        "bm25": fit_json(np.array([[r[n] for n in LEXICAL_FEATURES] for r in rows]), y, LEXICAL_FEATURES, sets),
-        "semantic": fit_json(np.array([[r[n] for n in SEMANTIC_FEATURES] for r in rows]), y, SEMANTIC_FEATURES, sets),
+        "bm25": fit_json(np.array([[r[n] for n in LEXICAL_FEATURES] for r in rows]), y, LEXICAL_FEATURES, sets, totals),
+        "semantic": fit_json(np.array([[r[n] for n in SEMANTIC_FEATURES] for r in rows]), y, SEMANTIC_FEATURES, sets, totals),
     }
     OUT.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT}: {len(y)} rows")
