@@ -15,6 +15,13 @@ from bosun.server.config import Config
 from bosun.server.engine import Engine
 from bosun.server.idempotency import Admission
 from bosun.store import db as store_db
+from tests.pg_cluster import BACKENDS, with_backend
+
+
+@pytest.fixture(params=BACKENDS)
+def config(request: pytest.FixtureRequest, config: Config) -> Config:
+    """The engine tests here run on SQLite and on a throwaway PostgreSQL (tests/pg_cluster.py)."""
+    return with_backend(config, request.param)
 
 
 async def _start(client: Client) -> str:
@@ -73,22 +80,35 @@ async def test_busy_is_retried_and_other_failures_become_storage_errors() -> Non
         await store_db.with_retry(conflict, "write")
 
 
-async def test_a_full_disk_is_a_tool_error_that_says_retry_is_safe(client: Client,
+async def test_a_full_disk_is_a_tool_error_that_says_retry_is_safe(client: Client, engine: Engine,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     tid = await _start(client)
-    real = store_db.run
+    if engine.config.database_url:  # PostgreSQL: the server answers "disk full" to the journal insert
+        import psycopg
+        from psycopg import errors as pg_errors
 
-    async def disk_full(conn: Any, sql: str, params: Any = (), operation: str = "write") -> None:
-        if sql.startswith("INSERT INTO task_events"):
-            return await store_db.with_retry(_raise_full, operation)
-        return await real(conn, sql, params, operation)
+        real_execute = psycopg.AsyncConnection.execute
 
-    monkeypatch.setattr("bosun.store.tasks.run", disk_full)
+        async def pg_disk_full(self: Any, query: Any, params: Any = None, **kw: Any) -> Any:
+            if str(query).startswith("INSERT INTO task_events"):
+                raise pg_errors.DiskFull("could not extend file: No space left on device")
+            return await real_execute(self, query, params, **kw)
+
+        monkeypatch.setattr(psycopg.AsyncConnection, "execute", pg_disk_full)
+    else:
+        real = store_db.run
+
+        async def disk_full(conn: Any, sql: str, params: Any = (), operation: str = "write") -> None:
+            if sql.startswith("INSERT INTO task_events"):
+                return await store_db.with_retry(_raise_full, operation)
+            return await real(conn, sql, params, operation)
+
+        monkeypatch.setattr("bosun.store.tasks.run", disk_full)
     out = await client.call_tool("observe", {"task_id": tid, "kind": "decision", "text": "will not fit"})
     assert out.is_error
     text = out.content[0].text  # type: ignore[union-attr]
     assert "storage" in text and "disk is full" in text and "retrying is safe" in text
-    assert "Traceback" not in text and "OperationalError" not in text
+    assert "Traceback" not in text and "OperationalError" not in text and "DiskFull" not in text
 
 
 async def _raise_full() -> None:

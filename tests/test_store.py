@@ -1,22 +1,50 @@
-"""The content-addressed store: idempotent puts, verified reads, migrations."""
+"""The stores on both backends (SQLite, a throwaway PostgreSQL): idempotent content-addressed puts, verified
+reads, short refs, embeddings, idempotency records, migrations; then the SQLite blob writer's own tests."""
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import AsyncIterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from bosun.core.errors import IntegrityError, InvalidInput, NotFound
+from bosun.store.backend import Stores, open_stores
 from bosun.store.db import SchemaTooNew, open_db
 from bosun.store.refs import BlobWriter, SQLiteRefStore, parse_ref
 from bosun.store.schema import SCHEMA_VERSION
+from tests.pg_cluster import BACKENDS, fresh_database
 
 
-async def test_put_is_idempotent_and_content_addressed(tmp_path: Path) -> None:
-    conn = await open_db(tmp_path / "b.db")
-    store = SQLiteRefStore(conn)
+@pytest.fixture(params=BACKENDS)
+async def opened(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[tuple[Stores, str | None]]:
+    """Every store of one backend (store/backend.py), and its database URL (None: SQLite at tmp/b.db)."""
+    url = fresh_database() if request.param == "postgresql" else None
+    stores = await open_stores(tmp_path / "b.db", url)
+    try:
+        yield stores, url
+    finally:
+        await stores.aclose()
+
+
+def raw_fetch(where: Path | str, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Run ``sql`` (``?`` placeholders) straight on the database, behind bosun's back; commit; return rows."""
+    if isinstance(where, Path):
+        with sqlite3.connect(where) as raw:
+            rows = raw.execute(sql, params).fetchall()
+        raw.close()
+        return rows
+    with psycopg.connect(where, autocommit=True) as conn:
+        cur = conn.execute(sql.replace("?", "%s"), params)
+        return list(cur.fetchall()) if cur.description else []
+
+
+async def test_put_is_idempotent_and_content_addressed(opened: tuple[Stores, str | None], tmp_path: Path) -> None:
+    stores, url = opened
+    store = stores.refs
     data = b"pytest output\nFAILED tests/test_x.py::test_y\n"
     ref1 = await store.put(data)
     ref2 = await store.put(data, "text/plain")
@@ -24,50 +52,78 @@ async def test_put_is_idempotent_and_content_addressed(tmp_path: Path) -> None:
     assert await store.get(ref1) == data
     info = await store.info(ref1)
     assert info.size == len(data)
-    async with conn.execute("SELECT COUNT(*) FROM refs") as cur:
-        assert (await cur.fetchone())[0] == 1
-    await conn.close()
+    assert raw_fetch(url or tmp_path / "b.db", "SELECT COUNT(*) FROM refs") == [(1,)]
 
 
-async def test_put_many_is_one_batch(tmp_path: Path) -> None:
-    conn = await open_db(tmp_path / "b.db")
-    store = SQLiteRefStore(conn)
+async def test_put_many_is_one_batch(opened: tuple[Stores, str | None]) -> None:
+    store = opened[0].refs
     refs = await store.put_many([(f"payload {i}".encode(), "text/plain") for i in range(100)])
     assert len(set(refs)) == 100
     assert all([await store.exists(r) for r in refs[:5]])
-    await conn.close()
+    assert [await store.get(r) for r in refs[:3]] == [b"payload 0", b"payload 1", b"payload 2"]
 
 
-async def test_flipped_byte_in_the_database_is_an_integrity_error(tmp_path: Path) -> None:
-    path = tmp_path / "b.db"
-    conn = await open_db(path)
-    store = SQLiteRefStore(conn)
+async def test_flipped_byte_in_the_database_is_an_integrity_error(opened: tuple[Stores, str | None],
+                                                                  tmp_path: Path) -> None:
+    stores, url = opened
     data = b"A" * 4096
-    ref = await store.put(data)
-    await conn.close()
+    ref = await stores.refs.put(data)
     # alter the stored blob behind bosun's back, as disk corruption or a stray tool would
-    raw = sqlite3.connect(path)
-    blob = bytearray(raw.execute("SELECT data FROM refs").fetchone()[0])
-    blob[1234] ^= 0x01
-    raw.execute("UPDATE refs SET data = ?", (bytes(blob),))
-    raw.commit()
-    raw.close()
-    conn = await open_db(path)
-    store = SQLiteRefStore(conn)
+    flipped = bytearray(data)
+    flipped[1234] ^= 0x01
+    table = "ref_chunks" if url else "refs"
+    raw_fetch(url or tmp_path / "b.db", f"UPDATE {table} SET data = ?", (bytes(flipped),))
     with pytest.raises(IntegrityError, match="failed verification"):
-        await store.get(ref)
-    assert await store.verify(ref) is False
-    await conn.close()
+        await stores.refs.get(ref)
+    assert await stores.refs.verify(ref) is False
 
 
-async def test_unknown_and_malformed_refs(tmp_path: Path) -> None:
-    conn = await open_db(tmp_path / "b.db")
-    store = SQLiteRefStore(conn)
+async def test_unknown_and_malformed_refs(opened: tuple[Stores, str | None]) -> None:
+    store = opened[0].refs
     with pytest.raises(NotFound):
         await store.get("mem://sha256:" + "ab" * 32)
     with pytest.raises(InvalidInput, match="ref"):
         await store.get("mem://sha256:xyz")
-    await conn.close()
+    assert await store.exists("ab" * 32) is False
+
+
+async def test_short_refs_resolve_and_complete_by_prefix(opened: tuple[Stores, str | None]) -> None:
+    stores = opened[0]
+    refs = [parse_ref(r) for r in await stores.refs.put_many([(f"blob {i}".encode(), "text/plain")
+                                                               for i in range(40)])]
+    one = refs[0]
+    assert await stores.ref_index.resolve("mem://sha256:" + one[:16]) == one
+    assert await stores.ref_index.complete(one[:12], 5) == [one]
+    # 40 refs over 16 leading hex digits: some digit leads several (pigeonhole); they come back sorted, capped
+    shared = next(d for d in "0123456789abcdef" if sum(r.startswith(d) for r in refs) > 1)
+    assert await stores.ref_index.complete(shared, 2) == sorted(r for r in refs if r.startswith(shared))[:2]
+    unknown = next(p for p in ("0" * 12, "f" * 12) if not any(r.startswith(p) for r in refs))
+    with pytest.raises(NotFound):
+        await stores.ref_index.resolve(unknown)
+
+
+async def test_embeddings_and_idempotency_records_round_trip(opened: tuple[Stores, str | None]) -> None:
+    import numpy as np
+
+    from bosun.store.tasks import NewEvent
+
+    stores = opened[0]
+    vec = np.arange(8, dtype=np.float32)
+    await stores.embeddings.put_many("m", [("k1", vec), ("k2", vec * 2)])
+    await stores.embeddings.put_many("m", [("k1", vec * 3)])  # a re-embed replaces
+    got = await stores.embeddings.get_many("m", ["k1", "k2", "missing"])
+    assert set(got) == {"k1", "k2"} and got["k1"].tolist() == (vec * 3).tolist()
+    assert await stores.embeddings.get_many("other-model", ["k1"]) == {}
+    await stores.tasks.setup()
+    await stores.tasks.append("t1", [NewEvent("task_started", {"objective": "o"})], 0, "key-1")
+    record = await stores.idempotency.get("key-1")
+    assert record is not None and (record.task_id, record.seq, record.answer) == ("t1", 1, None)
+    await stores.idempotency.keep_answer("key-1", "fp", "first answer")
+    await stores.idempotency.keep_answer("key-1", "fp", "second answer")  # the first answer is kept
+    record = await stores.idempotency.get("key-1")
+    assert record is not None and record.answer == "first answer"
+    await stores.idempotency.prune(older_than_s=-1)
+    assert await stores.idempotency.get("key-1") is None
 
 
 async def test_blob_writer_stores_on_its_thread_and_the_shared_connection_reads(tmp_path: Path) -> None:
@@ -160,17 +216,20 @@ def test_parse_ref_accepts_every_spelling() -> None:
         assert parse_ref(spelling) == digest
 
 
-async def test_migrations_are_recorded_and_refuse_a_newer_database(tmp_path: Path) -> None:
-    path = tmp_path / "b.db"
-    conn = await open_db(path)
-    async with conn.execute("SELECT COUNT(*) FROM schema_migrations") as cur:
-        assert (await cur.fetchone())[0] == SCHEMA_VERSION
-    async with conn.execute("PRAGMA journal_mode") as cur:
-        assert (await cur.fetchone())[0] == "wal"
-    await conn.execute("INSERT INTO schema_migrations VALUES ('9999_from_the_future', 0)")
-    await conn.close()
+async def test_migrations_are_recorded_and_refuse_a_newer_database(opened: tuple[Stores, str | None],
+                                                                   tmp_path: Path) -> None:
+    stores, url = opened
+    where: Path | str = url or tmp_path / "b.db"
+    assert raw_fetch(where, "SELECT COUNT(*) FROM schema_migrations") == [(stores.schema_version,)]
+    if url is None:
+        assert stores.schema_version == SCHEMA_VERSION
+        assert raw_fetch(where, "PRAGMA journal_mode") == [("wal",)]
+    await stores.aclose()
+    raw_fetch(where, "INSERT INTO schema_migrations VALUES ('9999_from_the_future', 0)")
     with pytest.raises(SchemaTooNew, match="9999_from_the_future"):
-        await open_db(path)
+        await open_stores(tmp_path / "b.db", url)
+    # refused, not corrupted: the newer database is as it was, and opening it again still refuses
+    assert raw_fetch(where, "SELECT COUNT(*) FROM schema_migrations") == [(stores.schema_version + 1,)]
 
 
 async def test_concurrent_writes_on_the_shared_connection_never_misuse_it(tmp_path: Path) -> None:

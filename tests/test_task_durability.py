@@ -27,6 +27,7 @@ from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
 from bosun.server.transport.serve import bind_socket, http_app
+from tests.pg_cluster import BACKENDS, fresh_database, with_backend
 
 AGENTS = 20
 UPDATES_EACH = 2
@@ -36,6 +37,18 @@ def _sc(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content[0].text
     assert result.structured_content is not None
     return result.structured_content
+
+
+@pytest.fixture(params=BACKENDS)
+def config(request: pytest.FixtureRequest, config: Config) -> Config:
+    """The in-process daemon runs on SQLite and on a throwaway PostgreSQL (tests/pg_cluster.py)."""
+    return with_backend(config, request.param)
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest) -> str | None:
+    """None: the spawned daemon keeps SQLite in its home; else a fresh PostgreSQL database."""
+    return fresh_database() if request.param == "postgresql" else None
 
 
 @pytest.fixture
@@ -103,21 +116,30 @@ def _wait_daemon(home: Path, proc: subprocess.Popen[bytes], timeout: float = 90.
     raise AssertionError("daemon did not start in time")
 
 
-def _spawn(home: Path) -> subprocess.Popen[bytes]:
+def _spawn(home: Path, database_url: str | None) -> subprocess.Popen[bytes]:
     env = dict(os.environ, BOSUN_HOME=str(home))
+    env.pop("BOSUN_DATABASE_URL", None)
+    if database_url:
+        env["BOSUN_DATABASE_URL"] = database_url
     return subprocess.Popen([sys.executable, "-m", "bosun", "serve", "--home", str(home), "--port", "0"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
 
 
-def _journal(home: Path, task_id: str) -> list[Event]:
-    with sqlite3.connect(home / "bosun.db") as db:
-        rows = db.execute("SELECT seq, kind, payload_json, agent, created_at FROM task_events "
-                          "WHERE task_id = ? ORDER BY seq", (task_id,)).fetchall()
+def _journal(home: Path, task_id: str, database_url: str | None) -> list[Event]:
+    sql = "SELECT seq, kind, payload_json, agent, created_at FROM task_events WHERE task_id = ? ORDER BY seq"
+    if database_url:
+        import psycopg
+
+        with psycopg.connect(database_url) as pg:
+            rows = pg.execute(sql.replace("?", "%s"), (task_id,)).fetchall()
+    else:
+        with sqlite3.connect(home / "bosun.db") as db:
+            rows = db.execute(sql, (task_id,)).fetchall()
     return [Event(task_id, r[0], r[1], json.loads(r[2]), r[3], r[4]) for r in rows]
 
 
-async def test_sigkill_mid_stream_loses_no_returned_update(home: Path) -> None:
-    proc = _spawn(home)
+async def test_sigkill_mid_stream_loses_no_returned_update(home: Path, database_url: str | None) -> None:
+    proc = _spawn(home, database_url)
     returned: list[tuple[str, int, str]] = []  # (text, version, seal) of every update that returned
     tid = ""
     try:
@@ -138,7 +160,7 @@ async def test_sigkill_mid_stream_loses_no_returned_update(home: Path) -> None:
         proc.wait()
     assert proc.returncode == -signal.SIGKILL and len(returned) >= 25
 
-    proc = _spawn(home)
+    proc = _spawn(home, database_url)
     try:
         url = await asyncio.to_thread(_wait_daemon, home, proc)
         async with Client(url) as c:
@@ -154,7 +176,7 @@ async def test_sigkill_mid_stream_loses_no_returned_update(home: Path) -> None:
     assert st["version"] >= last_version
     # the seal the agent last got is either current or an ancestor (an update in flight may have committed)
     assert st["drift"]["verdict"] in ("ok", "normal_growth")
-    replay = rebuild(_journal(home, tid))
+    replay = rebuild(_journal(home, tid, database_url))
     assert replay.version == st["version"] and "sha256:" + replay.seal == st["seal"]
     assert hashes(replay) == st["hashes"]
     assert replay.constraints == constraints
