@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -15,8 +16,15 @@ FORBIDDEN = {
 }
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    """Each file parsed once per session (several tests walk every file)."""
+    return ast.parse(path.read_text(), filename=str(path))
+
+
+@functools.cache
 def _imports(path: Path) -> list[str]:
-    tree = ast.parse(path.read_text(), filename=str(path))
+    tree = _tree(path)
     names: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
