@@ -19,13 +19,17 @@
 # (`--user "$(id -u):$(id -g)"`); otherwise bosun exits 2 with one line saying so. An empty writable
 # bind mount gets the model re-assembled at start from the installed weights (copy + sha256, no network).
 # Change the port with -e BOSUN_PORT=N (the entry point and the health check both read it).
+# Several sidecars, one state: -e BOSUN_DATABASE_URL=postgresql://... puts the store in PostgreSQL
+# (compose.postgres.yaml; docs/deployment.md says what stays in /data and what to back up).
 # For hosts that only speak stdio: docker run -i --rm -v bosun-data:/data --entrypoint bosun bosun stdio --standalone
 
 # ---- the runtime dependency list, alone: editing anything else in pyproject.toml (dev extras, tool
-# settings) then leaves it byte-identical, and the dependency layer below stays cached ------------
+# settings) then leaves it byte-identical, and the dependency layer below stays cached. The postgres
+# extra (psycopg) is in: one image serves BOSUN_DATABASE_URL=postgresql://... (compose.postgres.yaml)
+# as well as SQLite in /data ------------------------------------------------------------------------
 FROM python:3.11-slim AS requirements
 COPY pyproject.toml /tmp/
-RUN python -c "import tomllib; deps = tomllib.load(open('/tmp/pyproject.toml', 'rb'))['project']['dependencies']; open('/requirements.txt', 'w').write(chr(10).join(deps) + chr(10))"
+RUN python -c "import tomllib; p = tomllib.load(open('/tmp/pyproject.toml', 'rb'))['project']; deps = p['dependencies'] + p['optional-dependencies']['postgres']; open('/requirements.txt', 'w').write(chr(10).join(deps) + chr(10))"
 
 # ---- build stage: a virtualenv at /opt/bosun, installed from the lock (constraints.txt) ----------
 FROM python:3.11-slim AS build

@@ -312,3 +312,39 @@ def test_every_data_file_is_package_data() -> None:
         and path.resolve() not in shipped
     ]
     assert missing == [], "add these to [tool.setuptools.package-data] in pyproject.toml"
+
+
+def test_the_image_installs_the_postgres_driver(parsed: list[tuple[str, str]], tmp_path: Path) -> None:
+    """The requirements stage's own command, run here on the repository's pyproject: the runtime list
+    it writes carries the postgres extra, so BOSUN_DATABASE_URL works in the image."""
+    requirements = stage(parsed, "requirements")
+    script = next(rest for kw, rest in requirements if kw == "RUN")  # shell form
+    script = script.replace("/tmp/pyproject.toml", str(ROOT / "pyproject.toml"))
+    script = script.replace("/requirements.txt", str(tmp_path / "requirements.txt"))
+    subprocess.run(["sh", "-c", script.replace("python ", f"{sys.executable} ", 1)], check=True, timeout=60)
+    wanted = (tmp_path / "requirements.txt").read_text().splitlines()
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert wanted == [*project["dependencies"], *project["optional-dependencies"]["postgres"]]
+    assert any(line.startswith("psycopg") for line in wanted)
+
+
+def test_compose_postgres_runs_two_sidecars_on_one_database() -> None:
+    """compose.postgres.yaml: two bosun services share one BOSUN_DATABASE_URL (without a password in it),
+    each with its own /data volume and host port, started once PostgreSQL is healthy."""
+    import yaml
+
+    spec = yaml.safe_load((ROOT / "compose.postgres.yaml").read_text())
+    services = spec["services"]
+    sidecars = {name: svc for name, svc in services.items() if svc.get("image") == "bosun"}
+    assert len(sidecars) == 2
+    urls = {svc["environment"]["BOSUN_DATABASE_URL"] for svc in sidecars.values()}
+    assert len(urls) == 1 and re.fullmatch(r"postgresql://bosun@postgres:5432/bosun", urls.pop())
+    assert len({svc["volumes"][0].split(":")[0] for svc in sidecars.values()}) == 2
+    assert len({svc["ports"][0] for svc in sidecars.values()}) == 2
+    for svc in sidecars.values():
+        assert svc["depends_on"]["postgres"]["condition"] == "service_healthy"
+        assert "postgres.env" in svc["env_file"] and "bosun.env" in svc["env_file"]
+    db = services["postgres"]
+    assert db["environment"]["POSTGRES_USER"] == "bosun" and db["environment"]["POSTGRES_DB"] == "bosun"
+    assert "pg_isready" in db["healthcheck"]["test"]
+    assert {"*.env"} <= set((ROOT / ".dockerignore").read_text().splitlines())  # postgres.env stays out
