@@ -282,8 +282,8 @@ async def replay_run(
                     joined = "\n".join(texts)
                     for nd in nds:
                         nd.where = "recall" if nd.text in joined else "missed"
-                        if nd.where == "missed" and os.environ.get("REPLAY_DEBUG"):
-                            print("MISSED", nd.kind, repr(nd.text[:80]), "src", src_i, "plan",
+                        if (nd.where == "missed" or os.environ.get("REPLAY_DEBUG") == "2") and os.environ.get("REPLAY_DEBUG"):
+                            print(nd.where.upper(), run["traj_id"], nd.kind, repr(nd.text[:80]), "src", src_i, "plan",
                                   plan_recalls(nds, outputs[src_i]), "budget", budget, file=sys.stderr)
                     if budget <= 0:
                         break

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+import regex
 
 from bosun.core.errors import InvalidInput
 from bosun.core.offload.compaction import plan_compaction
@@ -75,7 +76,9 @@ def test_outline_of_log_json_jsonl_table_diff_text() -> None:
     assert log.kind == "log" and "ConnectionError: refused" in log.text and "ERROR=1" in log.text
     doc = json.dumps({"items": [{"id": i, "name": f"n{i}"} for i in range(50)], "total": 50})
     js = build_outline(doc, 100)
-    assert js.kind == "json" and "items: [50 × {id: int, name: str}]" in js.text
+    # identifiers first; under a tight budget the key names stay, without their types
+    assert js.kind == "json" and js.lines[0].startswith("id: 0, 1, 2") and "{items: [50 × {id, name}], total}" in js.text
+    assert "items: [50 × {id: int, name: str}]" in build_outline(doc, 400).text  # with room: the types too
     jl = "\n".join(json.dumps({"id": i, "user": {"n": i}}) for i in range(30))
     jo = build_outline(jl, 100)
     assert jo.kind == "jsonl" and "30 records" in jo.text and "id(30)" in jo.text
@@ -270,3 +273,33 @@ def test_outline_on_utf8_bytes_matches_the_str_outline(extra: str) -> None:
         want, got = build_outline(variant, 200), build_outline(variant, 200, utf8=utf8)
         assert (got.kind, got.lines, got.hints, got.facts) == (want.kind, want.lines, want.hints, want.facts)
         assert want.kind == "test" or variant is not text
+
+
+def test_json_outline_puts_codes_first_and_keeps_key_names() -> None:
+    """An API result's stub carries what the agent acts on next: lists of codes, ids before names,
+    and the key names of small nested objects (the next call's arguments use them)."""
+    user = {"name": {"first_name": "Amelia", "last_name": "Sanchez"}, "membership": "gold",
+            "payment_methods": {"credit_card_4065275": {"source": "credit_card", "id": "credit_card_4065275"}},
+            "reservations": ["3FRNFB", "Q4L9HS"]}
+    ol = build_outline(json.dumps(user), 200)
+    assert "reservations: 3FRNFB, Q4L9HS" in ol.text and "id: credit_card_4065275" in ol.text
+    assert ol.text.index("reservations:") < ol.text.index("first_name:")  # codes before names
+    flights = [[{"flight_number": f"HAT{i}{j}", "seats": {"economy": 3, "business": 1}} for j in range(2)]
+               for i in range(3)]
+    assert "seats: {economy, business}" in build_outline(json.dumps(flights), 200).text
+
+
+def test_grep_on_ascii_bytes_finds_what_the_text_scan_finds() -> None:
+    """The bytes scan (ASCII payloads) keeps str semantics (case-folded properties, the ASCII
+    separators, line numbers); non-ASCII payloads take the str scan."""
+    lines = [f"line {i} {'Error' if i % 50 == 0 else 'ok'}" for i in range(5000)]
+    data = ("\n".join(lines) + "\n").encode()
+    res = run_query(data, "grep", pattern=r"Error$", max_matches=3)
+    assert res.extra["matches"] == 100 and res.text.startswith("1:line 0 Error\n51:line 50 Error\n")
+    assert run_query(data, "grep", pattern=r"(?i)\p{Lu}rror", max_matches=1).extra["matches"] == 100
+    assert run_query(data, "grep", pattern=r"(?i)[[:upper:]]rror", max_matches=1).extra["matches"] == 100
+    sep = b"a\x1cb\na b\n" * 10
+    assert run_query(sep, "grep", pattern=r"a\sb").extra["matches"] == len(regex.findall(r"a\sb", sep.decode()))
+    uni = "é\nfoo\nxé\n".encode()
+    assert run_query(uni, "grep", pattern=r"\w\b").text == "1:é\n2:foo\n3:xé\n"
+    assert run_query(data, "grep", pattern="line 4999", ignore_case=True).text == "5000:line 4999 ok\n"

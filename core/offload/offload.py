@@ -159,6 +159,19 @@ def decide(tokens: int, mode: PruneMode, command: str | None = None, force: bool
     return Decision(True, f"over {threshold} tokens ({mode.name})" if threshold else f"stub may save ({mode.name})")
 
 
+def outline_budget(mode: PruneMode, tokens: int, kind: str) -> int:
+    """Tokens the outline of a ``kind`` output may take.
+
+    JSON (API results) gets the room the half rule leaves: its outline is the identifiers and key
+    names an API agent acts on next, and an agent that has to recall one re-reads its whole
+    context for it, which costs more than the stub saves on a short run.
+    """
+    budget = mode.outline_budget(tokens)
+    if kind in ("json", "jsonl"):
+        budget = max(budget, min(mode.outline_max, int(tokens * MAX_STUB_SHARE) - STUB_FLOOR_TOKENS))
+    return budget
+
+
 def hint_text(hint: dict[str, Any]) -> str:
     """A recall hint as a compact call: ``grep pattern='^FAILED' context=0``."""
     op = hint.get("op", "head")

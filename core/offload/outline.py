@@ -54,6 +54,11 @@ def _clip(line: str, n: int = MAX_LINE) -> str:
     return line if len(line) <= n else line[: n - 1] + "…"
 
 
+def _cost(lines: list[str]) -> int:
+    """Tokens of outline lines as ``_fit`` counts them."""
+    return sum(estimate_tokens(line) + 1 for line in lines)
+
+
 def _fit(lines: list[str], budget: int) -> list[str]:
     """Keep lines in order while the total stays within ``budget`` tokens."""
     out: list[str] = []
@@ -356,6 +361,8 @@ def build_outline(
                 break
         out.lines = _fit(out.lines, budget)
         return out
+    if kind == "json":  # fitted to the budget by its builder
+        return _json(text, budget)
     if u is not None and kind == "test":
         out = _test(text, u)
     elif u is not None and kind == "log":
@@ -673,18 +680,21 @@ def _diff(text: str) -> Outline:
     return Outline("diff", out, [{"op": "grep", "pattern": r"^(\+\+\+|@@)", "context": 0}], {"files": len(files)})
 
 
-def _shape(value: Any, depth: int = 0) -> str:
+def _shape(value: Any, depth: int = 0, types: bool = True) -> str:
+    """``{items: [50 × {id: int, name: str}]}``; without ``types`` only the structure and key names
+    (``{items: [50 × {id, name}]}``: a third shorter, for a tight budget)."""
     if isinstance(value, dict):
-        if depth >= 3:
-            return f"{{{len(value)} keys}}"
+        if depth >= 3:  # deep: the key names of a small object still (an agent's next arguments use them)
+            return "{" + ", ".join(map(str, value)) + "}" if len(value) <= 8 else f"{{{len(value)} keys}}"
         items = list(value.items())
-        inner = ", ".join(f"{k}: {_shape(v, depth + 1)}" for k, v in items[:12])
+        inner = ", ".join(f"{k}: {_shape(v, depth + 1, types)}" if types or isinstance(v, dict | list) else str(k)
+                          for k, v in items[:12])
         more = f", +{len(items) - 12} keys" if len(items) > 12 else ""
         return "{" + inner + more + "}"
     if isinstance(value, list):
         if not value:
             return "[]"
-        return f"[{len(value)} × {_shape(value[0], depth + 1)}]"
+        return f"[{len(value)} × {_shape(value[0], depth + 1, types)}]"
     if isinstance(value, str):
         return "str" if len(value) < 60 else f"str({len(value)})"
     if value is None:
@@ -710,6 +720,9 @@ def _identifiers(value: Any, out: dict[str, list[str]], depth: int = 0) -> None:
                 sv = str(v)[:60]
                 if sv not in vals:
                     vals.append(sv)
+            elif _token_list(v):  # "reservations": ["3FRNFB", "Q4L9HS"]: a list of names or codes
+                vals = out.setdefault(str(k), [])
+                vals.extend(s for s in map(str, v) if s not in vals)
             elif isinstance(v, dict | list):
                 _identifiers(v, out, depth + 1)
     elif isinstance(value, list):
@@ -717,17 +730,29 @@ def _identifiers(value: Any, out: dict[str, list[str]], depth: int = 0) -> None:
             _identifiers(item, out, depth + 1)
 
 
-def _json(text: str) -> Outline:
+def _token_list(value: Any) -> bool:
+    """A non-empty list of short single-token strings (codes, names, tags), not prose or numbers."""
+    return (isinstance(value, list) and 0 < len(value) <= 200
+            and all(isinstance(v, str) and 0 < len(v) <= 40 and not any(c.isspace() for c in v) for v in value))
+
+
+def _json(text: str, budget: int = 160) -> Outline:
     value = _json_or_none(text)
-    out = [_clip(_shape(value), 400)]
+    out: list[str] = []
     ids: dict[str, list[str]] = {}
     _identifiers(value, ids)
-    # identifiers right after the shape: under a tight budget they matter more than the key list
-    for key, vals in sorted(ids.items(), key=lambda kv: (-len(kv[1]) if kv[0].endswith(("id", "number")) else 0)):
+    # identifiers first: an API agent acts on them next (the flight to book, the reservation to
+    # open); codes (values with digits: HAT271, 3FRNFB, credit_card_4065275) before names and states
+    for key, vals in sorted(ids.items(), key=lambda kv: not any(ch.isdigit() for v in kv[1] for ch in v)):
         shown = ", ".join(vals[:40]) + (f", … (+{len(vals) - 40})" if len(vals) > 40 else "")
         out.append(f"{key}: {shown}")
-    if isinstance(value, dict):
-        out.append("keys: " + ", ".join(list(value)[:40]))
+    shape = _clip(_shape(value), 400)
+    if _cost([*out, shape]) <= budget:
+        keys = ["keys: " + ", ".join(list(value)[:40])] if isinstance(value, dict) else []
+        out = _fit([*out, shape, *keys], budget)
+    else:  # the key names always stay (without their types); the identifiers get the rest
+        shape = _clip(_shape(value, types=False), 400)
+        out = [*_fit(out, budget - _cost([shape])), shape] if out else [shape]
     return Outline("json", out, [{"op": "jsonl", "path": "<field.path>"}], {"type": type(value).__name__})
 
 

@@ -40,6 +40,7 @@ from bosun.core.offload.offload import (
     decide,
     fast_tokens,
     get_mode,
+    outline_budget,
     short_ref,
     worth_it,
 )
@@ -232,9 +233,7 @@ class ObserveService:
             kind = detect_kind(text, command, utf8)
             outline = None
             if choice.offload or failed or kind == "test":  # a test run's outcome sets tests_passed even when small
-                budget = prune.outline_budget(tokens)
-                if kind in ("json", "jsonl"):  # room for the identifiers an API agent acts on next
-                    budget = max(budget, min(120, tokens // 4))
+                budget = outline_budget(prune, tokens, kind)
                 outline = build_outline(text, budget=budget, command=command, kind=kind, utf8=utf8)
             return text, total_lines, tokens, choice, outline
 
