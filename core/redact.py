@@ -44,7 +44,7 @@ class Rule:
     end_needle: str | None = None
     quick: tuple[str, ...] = ()  # plain literals, one of which occurs when a needle does (for regex needles)
     quick_regex: bool = False  # needles share a literal prefix: one regex search beats several byte scans
-    hit_filter: Callable[[bytes, int], bool] | None = None  # cheap case-insensitive byte check after a literal hit
+    hit_filter: Callable[[bytes, int], object] | None = None  # cheap case-insensitive byte check after a literal hit (truthy: keep)
     requires: re.Pattern[str] | None = None  # a cheap regex that finds a part of every match (window precheck)
 
     @functools.cached_property
@@ -149,6 +149,44 @@ def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
 _PASSWORD_NAME = r"[A-Za-z0-9_.-]*?(?:passw(?:or)?d|passphrase|[A-Za-z0-9]_pwd)[A-Za-z0-9_]*?"
 _ASSIGN_NAME = r"[A-Za-z0-9_.-]*?(?:_KEY|_TOKEN|_SECRET|SECRET_KEY|_PASSWORD|_PASSWD|_PWD|API_?KEY|ACCESS_?KEY|PASSWORD|PASSWD|SECRET|TOKEN)"
 
+# Everything the rule's regex needs after the anchor: the rest of the name (PASSW|ORD, SECRET|_KEY:
+# at most 12 name bytes, possessive as a byte loop would be), an optional quote, white space, :=, =
+# or :, white space, an optional quote, then a value of 16-512 characters that ends where the
+# regex's lookahead wants it to: at a quote, white space, , ; ) } ] or the end of the line. (The
+# value characters and the ends are disjoint, so the regex can only match the whole run of value
+# characters: possessive here.) White space is what ``\s`` matches in a line of text: ASCII
+# spaces and, as UTF-8 bytes, the non-ASCII ones (none of these bytes is a name or value byte).
+_WS = rb"[ \t\r\f\v\x1c-\x1f\x80-\xff]*+"
+_ASSIGN_TAIL = re.compile(
+    rb"[_.\-0-9a-z]{0,12}+[\"']?" + _WS + rb"(?::=|=|:)" + _WS
+    + rb"[\"']?[A-Za-z0-9+/=_\-.~!@#%^*]{16,512}+(?=[\"'\s,;)}\]\x1c-\x1f\x80-\xff]|\Z)",
+    re.IGNORECASE,
+)
+
+
+# after a password anchor: the rest of the name, an optional quote, := = or :, then what the rule's
+# regex wants next: a quote (password_quoted), or 4 value characters after spaces or tabs
+# (password_bare). Skips the many ``check_password(`` / ``self.password`` occurrences in code, and
+# most assignments of the other form, before any regex runs.
+_PASSWORD_NAME_TAIL = rb"[_.\-0-9a-z]{0,24}+[\"']?"
+_PASSWORD_QUOTED_TAIL = re.compile(_PASSWORD_NAME_TAIL + _WS + rb"(?::=|=|:)" + _WS + rb"[\"']", re.IGNORECASE)
+_PASSWORD_BARE_TAIL = re.compile(
+    _PASSWORD_NAME_TAIL + rb"[ \t]*+(?::=|=|:)[ \t]*+[^\s\"'`,;)}\]\\]{4}", re.IGNORECASE)
+# after ``secret`` (the aws_secret_key rule): ``aws`` or ``aws_`` just before it, then the rest of
+# the name, :/=, and 40 key characters
+_AWS_SECRET_TAIL = re.compile(
+    rb"_?(?:access_?)?key[\"']?" + _WS + rb"[:=]" + _WS + rb"[\"']?[A-Za-z0-9/+=]{40}", re.IGNORECASE)
+
+
+def _aws_secret_follows(data: bytes, end: int) -> bool:
+    """``aws_secret_access_key = <40 chars>`` around a ``secret`` that ends at ``end``."""
+    start = end - 6
+    before = data[max(0, start - 4) : start].lower()
+    return (before.endswith((b"aws", b"aws_"))) and _AWS_SECRET_TAIL.match(data, end) is not None
+
+
+
+
 DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(
         "private_key",
@@ -166,7 +204,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(
         "aws_secret_key",
         _rx(r"(?i)aws_?secret_?(?:access_?)?key[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"),
-        ("secret",), group=1,
+        ("secret",), group=1, hit_filter=_aws_secret_follows,
     ),
     Rule("gcp_api_key", _rx(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"), ("aiza",)),
     Rule(
@@ -214,14 +252,14 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "password_quoted",
         _rx(r"(?i)\b(" + _PASSWORD_NAME + r")[\"']?\s*(?::=|=|:)\s*([\"'])((?:(?!\2)[^\n\\]|\\.){4,256}?)\2"),
         ("passw", "passphrase", "_pwd"), group=3, name_group=1, accept=lambda s: _password_value(s, quoted=True),
-        hit_filter=lambda data, end: _PASSWORD_TAIL.match(data, end) is not None,
+        hit_filter=_PASSWORD_QUOTED_TAIL.match,
     ),
     Rule(
         "password_bare",
         _rx(r"(?i)\b(" + _PASSWORD_NAME + r")[\"']?[ \t]*(?::=|=|:)[ \t]*([^\s\"'`,;)}\]\\]{4,256})(?=[\s,;)}\]\\]|$)",
             re.MULTILINE),
         ("passw", "passphrase", "_pwd"), group=2, name_group=1, accept=lambda s: _password_value(s, quoted=False),
-        hit_filter=lambda data, end: _PASSWORD_TAIL.match(data, end) is not None,
+        hit_filter=_PASSWORD_BARE_TAIL.match,
     ),
     Rule(
         "password_flag",
@@ -231,7 +269,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
     Rule(
         "mysql_password",
         _rx(r"\bmysql(?:dump|admin|import|check|show|slap)?\b[^\n|;&]*?(?<=\s)-p(?:=)?([^\s\"'-][^\s\"']{2,255})"),
-        ("mysql",), group=1, accept=lambda s: _password_value(s, quoted=True),
+        ("mysql",), group=1, accept=lambda s: _password_value(s, quoted=True), requires=_rx(r"\s-p"),
     ),
     Rule(
         "secret_assignment",
@@ -242,30 +280,10 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         ("key|token|secret|passw|pwd",), group=2,
         accept=looks_random,
         name_group=1,
-        hit_filter=lambda low, end: _assignment_follows(low, end),
+        hit_filter=_ASSIGN_TAIL.match,
         requires=_rx(r"[:=]\s*[\"']?[A-Za-z0-9+/=_\-.~!@#%^*]{16}"),  # the assignment and 16 value chars
     ),
 )
-
-# Everything the rule's regex needs after the anchor: the rest of the name (PASSW|ORD, SECRET|_KEY:
-# at most 12 name bytes, possessive as a byte loop would be), an optional quote, white space, :=, =
-# or :, white space, an optional quote, then a value of 16-512 characters that ends where the
-# regex's lookahead wants it to: at a quote, white space, , ; ) } ] or the end of the line. (The
-# value characters and the ends are disjoint, so the regex can only match the whole run of value
-# characters: possessive here.) White space is what ``\s`` matches in a line of text: ASCII
-# spaces and, as UTF-8 bytes, the non-ASCII ones (none of these bytes is a name or value byte).
-_WS = rb"[ \t\r\f\v\x1c-\x1f\x80-\xff]*+"
-_ASSIGN_TAIL = re.compile(
-    rb"[_.\-0-9a-z]{0,12}+[\"']?" + _WS + rb"(?::=|=|:)" + _WS
-    + rb"[\"']?[A-Za-z0-9+/=_\-.~!@#%^*]{16,512}+(?=[\"'\s,;)}\]\x1c-\x1f\x80-\xff]|\Z)",
-    re.IGNORECASE,
-)
-
-
-# after a password anchor: the rest of the name, an optional quote, then := = or : (skips the
-# many ``check_password(`` / ``self.password`` occurrences in code before any regex runs)
-_PASSWORD_TAIL: re.Pattern[bytes] = re.compile(rb"[_.\-0-9a-z]{0,24}+[\"']?[ \t]*+(?::=|=|:)", re.IGNORECASE)
-
 
 def _assignment_follows(data: bytes, end: int) -> bool:
     """After a name ending in key/token/..., an assignment of a 16+ character value follows.
@@ -527,17 +545,18 @@ class Redactor:
         """Positions whose lines the rule's regex must see: anchor occurrences that pass its checks."""
         hits: list[int] = []
         if rule.quick_regex or not rule.literals:  # a regex needle: confirm it at each occurrence of its prefix
-            rx = rule.prefilter_ci
+            match = rule.prefilter_ci.match
             for lit in rule.anchors:
-                hits.extend(i for i in found.get(lit, ()) if rx.match(data, i))
+                hits += [i for i in found.get(lit, ()) if match(data, i)]
             return hits
+        keep = rule.hit_filter
         for lit in rule.anchors:
             occ = found.get(lit, ())
-            if rule.hit_filter is None:
+            if keep is None:
                 hits.extend(occ)
             else:
                 end = len(lit)
-                hits.extend(i for i in occ if rule.hit_filter(data, i + end))
+                hits += [i for i in occ if keep(data, i + end)]
         return hits
 
     def redact(self, text: str) -> Redaction:

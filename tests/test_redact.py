@@ -167,3 +167,22 @@ def test_code_that_assigns_a_call_is_not_a_secret() -> None:
                  '    password = ReadOnlyPasswordHashField(', 'token = token_generator.make_token(user)',
                  "SECRET_KEY = get_random_secret_key()"):
         assert r.redact(line).counts == {}, line
+
+
+def test_quoted_password_after_unicode_or_cr_spaces_is_scrubbed() -> None:
+    """The password prefilters read the bytes after the anchor; ``\\s`` around the operator includes
+    non-ASCII spaces and ``\\r``, so those lines must reach the rule's regex too."""
+    r = Redactor()
+    for sep in ("\u00a0=\u00a0", "\r=", " =\u2003", '"\u3000:'):
+        out = r.redact(f"db_password{sep}'x9Kf2LmQ'")
+        assert out.counts == {"password_quoted": 1}, sep
+        assert "x9Kf2LmQ" not in out.text
+
+
+def test_aws_secret_key_needs_its_full_name_and_value() -> None:
+    r = Redactor()
+    key = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzq8Zr2LkP0"
+    for line in (f"aws_secret_access_key = {key}", f'AWS_SECRET_KEY: "{key}"', f"awssecretkey={key}"):
+        out = r.redact(line)
+        assert key not in out.text and out.counts.get("aws_secret_key") == 1, line
+    assert r.redact("secret_access_key_id = short").counts == {}
