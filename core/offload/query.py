@@ -13,9 +13,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import regex
 
 from bosun.core.errors import InvalidInput
+from bosun.core.offload.offload import count_lines
 from bosun.core.offload.outline import KINDS, build_outline
 from bosun.core.tokens import estimate_tokens
 
@@ -89,6 +91,8 @@ def run_query(
 ) -> QueryResult:
     """Apply one read operation to ``data``; raises InvalidInput naming the bad field."""
     _check_limits(max_bytes, max_tokens)
+    if op == "grep":  # decodes only what it shows when the payload is plain ASCII
+        return _grep(data, pattern, context, max_matches, ignore_case, max_bytes, max_tokens)
     text = decode(data)
     if op == "outline":
         return _outline(data, text, kind, max_bytes, max_tokens)
@@ -96,8 +100,6 @@ def run_query(
         return _aggregate(data, text, pattern, ignore_case, max_matches, max_bytes, max_tokens)
     if op == "jsonl":
         return _jsonl(data, text, where, fields, path, max_matches, max_bytes, max_tokens)
-    if op == "grep":
-        return _grep(data, text, pattern, context, max_matches, ignore_case, max_bytes, max_tokens)
     all_lines = text.splitlines(keepends=True)
     total = len(all_lines)
     if op == "raw":
@@ -167,12 +169,43 @@ def compile_pattern(pattern: str | None, ignore_case: bool = False, field: str =
         raise InvalidInput(field, f"invalid regular expression: {exc}") from exc
 
 
-def scan_lines(text: str, rx: Any, deadline: float, limit: int = 1_000_000) -> tuple[list[tuple[int, int, Any]], bool]:
+# Unicode properties, POSIX classes and named characters: (?i)\p{Lu} and (?i)[[:upper:]] match "a"
+# in a str, not in bytes
+_STR_ONLY = ("\\p", "\\P", "\\N", "[:")
+
+
+def bytes_pattern(pattern: str, ignore_case: bool, data: bytes) -> Any:
+    r"""The pattern compiled for ``data``'s bytes when a scan of them finds exactly what a scan of the
+    decoded text would (at the same offsets), else None.
+
+    That holds when payload and pattern are ASCII: every character is one byte, and the engine's
+    classes (``\w \s \d \b``, ``.``, case folding) agree on all 128 ASCII characters in both
+    modes; Unicode properties, POSIX classes and named characters (``(?i)\p{Lu}`` and
+    ``(?i)[[:upper:]]`` also match "a" in a ``str``) and patterns the bytes engine refuses (``\u`` escapes, ``(?u)``) keep the ``str``
+    scan. Skipping the decode, and counting line numbers with numpy, makes a grep over a
+    megabyte faster.
+    """
+    if not pattern.isascii() or any(c in pattern for c in _STR_ONLY) or not data.isascii():
+        return None
+    flags = regex.MULTILINE | (regex.IGNORECASE if ignore_case else 0)
+    try:
+        return regex.compile(pattern.encode("ascii"), flags)
+    except (regex.error, ValueError, OverflowError, TypeError):
+        return None
+
+
+def scan_lines(text: str | bytes, rx: Any, deadline: float,
+               limit: int = 1_000_000) -> tuple[list[tuple[int, int, Any]], bool]:
     """(line start, 1-based line number, match) for each line with a match, and whether the scan finished.
 
     One engine scan over the whole text (no per-line Python loop), each search bounded by the
     time left: a pattern that backtracks catastrophically stops at the deadline, never hangs.
+    ``text`` may be bytes (with a bytes pattern): offsets are then byte offsets, and the line
+    numbers are counted with numpy once the scan is over.
     """
+    if isinstance(text, bytes):
+        starts, complete = _scan_starts(text, rx, deadline, limit, b"\n")
+        return _numbered(text, starts), complete
     out: list[tuple[int, int, Any]] = []
     line_no = 1
     counted_to = 0
@@ -198,13 +231,44 @@ def scan_lines(text: str, rx: Any, deadline: float, limit: int = 1_000_000) -> t
     return out, True
 
 
+def _scan_starts(data: bytes, rx: Any, deadline: float, limit: int, nl: bytes) -> tuple[list[tuple[int, Any]], bool]:
+    """``scan_lines`` without the line numbers: (line start, match) per matching line."""
+    out: list[tuple[int, Any]] = []
+    line_end = -1
+    left = deadline - time.perf_counter()
+    if left <= 0:
+        return out, False
+    try:
+        for m in rx.finditer(data, timeout=left):
+            if m.start() <= line_end:
+                continue
+            out.append((data.rfind(nl, 0, m.start()) + 1, m))
+            if len(out) >= limit:
+                return out, False
+            line_end = data.find(nl, m.start())
+            if line_end < 0:
+                break
+    except TimeoutError:
+        return out, False
+    return out, True
+
+
+def _numbered(data: bytes, starts: list[tuple[int, Any]]) -> list[tuple[int, int, Any]]:
+    """1-based line numbers for line starts in ``data`` (newlines before each, counted by numpy)."""
+    if not starts:
+        return []
+    newlines = np.flatnonzero(np.frombuffer(data, dtype=np.uint8, count=starts[-1][0]) == 10)
+    numbers = np.searchsorted(newlines, [s for s, _ in starts]) + 1
+    return [(s, n, m) for (s, m), n in zip(starts, numbers.tolist(), strict=True)]
+
+
 def _line(text: str, start: int) -> str:
     end = text.find("\n", start)
     return text[start : end if end >= 0 else len(text)]
 
 
 def _grep(
-    data: bytes, text: str, pattern: str | None, context: int, max_matches: int,
+    data: bytes, pattern: str | None, context: int, max_matches: int,
     ignore_case: bool, max_bytes: int, max_tokens: int,
 ) -> QueryResult:
     rx = compile_pattern(pattern, ignore_case)
@@ -213,11 +277,18 @@ def _grep(
     if not isinstance(max_matches, int) or max_matches < 1:
         raise InvalidInput("max_matches", f"must be a positive integer, got {max_matches!r}")
     deadline = time.perf_counter() + GREP_TIME_BUDGET_S
-    found, complete = scan_lines(text, rx, deadline)
-    total_lines = data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+    rxb = bytes_pattern(pattern or "", ignore_case, data) if context == 0 else None
+    text = "" if rxb is not None else decode(data)
+    found, complete = scan_lines(data, rxb, deadline) if rxb is not None else scan_lines(text, rx, deadline)
+    total_lines = count_lines(data)
     hits = found[:max_matches]
     shown: list[str] = []
-    if context == 0:
+    if rxb is not None:  # ASCII: each shown line decoded alone, then cut as the str path would
+        for start, no, m in hits:
+            end = data.find(b"\n", start)
+            line = data[start : end if end >= 0 else len(data)].decode("ascii")
+            shown.append(f"{no}:{_around(line, 0, _Shifted(m, start), rx)}\n")
+    elif context == 0:
         shown = [f"{no}:{_around(text, start, m, rx)}\n" for start, no, m in hits]
     else:
         all_lines = text.splitlines()
@@ -242,6 +313,16 @@ def _grep(
     res = QueryResult(body, len(data), total_lines, len(hits), bool(notes), "; ".join(notes) or None)
     res.extra = {"matches": len(found), "shown": len(hits), "complete": complete}
     return res
+
+
+class _Shifted:
+    """A match whose ``start()`` is counted from ``base`` (a bytes match shown on its line alone)."""
+
+    def __init__(self, m: Any, base: int) -> None:
+        self._m, self._base = m, base
+
+    def start(self) -> int:
+        return int(self._m.start()) - self._base
 
 
 LONG_LINE = 400  # a longer matching line (minified JSON, a log blob) is shown around the match only
