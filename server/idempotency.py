@@ -95,13 +95,16 @@ class Admission:
     async def run(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
         if self._slots.locked() and self.waiting >= self.max_queued:
             return self.busy(f"{self.max_inflight} calls running and {self.waiting} waiting")
-        self.waiting += 1
-        try:
-            await asyncio.wait_for(self._slots.acquire(), self.queue_timeout_s)
-        except TimeoutError:
-            return self.busy(f"waited {self.queue_timeout_s:g} s for a free slot")
-        finally:
-            self.waiting -= 1
+        if self._slots.locked():  # only a call that must wait pays for the timed wait (a task and a timer)
+            self.waiting += 1
+            try:
+                await asyncio.wait_for(self._slots.acquire(), self.queue_timeout_s)
+            except TimeoutError:
+                return self.busy(f"waited {self.queue_timeout_s:g} s for a free slot")
+            finally:
+                self.waiting -= 1
+        else:
+            await self._slots.acquire()  # a free slot: taken at once, without suspending
         started = time.monotonic()
         try:
             return await call_next(ctx)

@@ -269,3 +269,45 @@ async def test_the_guard_hands_a_spooled_body_to_the_app_once_and_refuses_deep_n
     deep = b"[" * (MAX_DEPTH + 1) + b"]" * (MAX_DEPTH + 1)
     refused = await run([deep[:40], deep[40:], b" " * 10])
     assert refused[0]["status"] == 400 and len(seen) == 1
+
+
+def test_the_depth_limit_scans_only_bodies_that_could_be_too_deep_and_is_exact_when_it_does() -> None:
+    from bosun.server.transport.http_guard import DepthLimit
+
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"recall","arguments":{"ref":"ab"}}}'
+    shallow = DepthLimit(3)
+    shallow.feed(call)
+    assert not shallow.exceeded and not shallow._scanning  # 3 opening brackets: no scan needed
+    many_but_flat = DepthLimit(3)
+    many_but_flat.feed(b'{"a": [1], "b": [2], "c": ')
+    many_but_flat.feed(b'[3], "d": "[[[[["}')
+    assert many_but_flat._scanning and not many_but_flat.exceeded
+    deep = DepthLimit(3)
+    deep.feed(b'{"a": [[')
+    deep.feed(b"[1]]]}")
+    assert deep.exceeded
+
+
+async def test_a_call_waits_for_a_slot_only_when_all_are_taken_and_is_refused_past_the_queue() -> None:
+    from bosun.server.idempotency import Admission
+
+    admission = Admission(max_inflight=1, max_queued=0, queue_timeout_s=30)
+    release = anyio.Event()
+    answers: list[Any] = []
+
+    async def held(_ctx: Any) -> str:
+        await release.wait()
+        return "first"
+
+    async def quick(_ctx: Any) -> str:
+        return "second"
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(lambda: _append(answers, admission.run(None, held)))  # type: ignore[arg-type]
+        while not admission._slots.locked():
+            await anyio.sleep(0)
+        refused = await admission.run(None, quick)  # type: ignore[arg-type]
+        release.set()
+    assert refused.is_error and "busy" in refused.content[0].text and "nothing was applied" in refused.content[0].text
+    assert answers == ["first"]
+    assert await admission.run(None, quick) == "second"  # type: ignore[arg-type]
