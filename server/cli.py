@@ -56,6 +56,12 @@ def _add_policies(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_database_url(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--database-url", metavar="URL",
+                        help="postgresql://... shares the store between daemons (default $BOSUN_DATABASE_URL; "
+                             "unset: SQLite in the home)")
+
+
 def _logging(verbose: bool) -> None:
     import logging
 
@@ -195,12 +201,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="port (default $BOSUN_PORT or 8790; 0 picks a free one)")
     p.add_argument("--stdio", action="store_true", help="also serve MCP on stdin/stdout; exit on stdin EOF")
     p.add_argument("--no-http", action="store_true", help="serve stdio only (with --stdio)")
+    _add_database_url(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("stdio", help="what an mcpServers entry runs: relay stdio to the shared daemon")
     _add_home(p)
     _add_policies(p)
     p.add_argument("--standalone", action="store_true", help="serve in this process instead of the daemon")
+    _add_database_url(p)
     p.set_defaults(func=cmd_stdio)
 
     p = sub.add_parser("provision", help="check or establish the embedding model (PRESENT/FETCHABLE/UNAVAILABLE/MISMATCH)")
@@ -234,6 +242,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)
     _logging(args.verbose)
+    if getattr(args, "database_url", None):  # through the environment: a daemon the bridge starts inherits it
+        os.environ["BOSUN_DATABASE_URL"] = args.database_url
     try:
         args.bosun_config = Config.from_env(home=Path(args.home).expanduser() if getattr(args, "home", None) else None)
     except ConfigError as exc:
