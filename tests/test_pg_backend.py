@@ -222,3 +222,40 @@ async def test_health_names_the_backend_without_the_password(daemons: tuple[Engi
     assert store["backend"] == "postgresql" and store["schema_version"] == PG_SCHEMA_VERSION
     with pytest.raises(RuntimeError, match="no SQLite connection"):
         _ = daemons[0].conn
+
+
+def test_serve_database_url_flag_puts_the_daemon_on_postgresql(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+    import urllib.error
+    import urllib.request
+
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if k != "BOSUN_DATABASE_URL"}
+    proc = subprocess.Popen([sys.executable, "-m", "bosun", "serve", "--home", str(home), "--port", "0",
+                             "--database-url", pg_url], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 90
+        url = None
+        while url is None and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+            try:
+                data = json.loads((home / "daemon.json").read_text())
+                url = data["url"] if data.get("pid") == proc.pid else None
+            except (OSError, ValueError):
+                time.sleep(0.05)
+        assert url is not None, "the daemon did not start"
+        try:  # 503 while the model loads: the body is the same report
+            with urllib.request.urlopen(url.rsplit("/mcp", 1)[0] + "/healthz", timeout=10) as resp:
+                body = resp.read()
+        except urllib.error.HTTPError as exc:
+            body = exc.read()
+        store = json.loads(body)["store"]
+        assert store["backend"] == "postgresql" and "url" in store
+        assert not (home / "bosun.db").exists()  # nothing went to SQLite
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
