@@ -102,16 +102,18 @@ class PgDatabase:
         )
 
     async def open(self) -> None:
-        """Connect (fails fast with a StorageError when the server is unreachable) and migrate."""
+        """Connect once (an unreachable server is a StorageError at once, not after the pool's retries),
+        migrate on that connection, then open the pool."""
         try:
-            await self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
-        except (PoolTimeout, psycopg.Error) as exc:
-            await self.pool.close()
+            first = await psycopg.AsyncConnection.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S,
+                                                          application_name=self.origin + ":migrate")
+        except psycopg.Error as exc:
             raise StorageError("open the database", f"cannot connect to {redact_url(self.url)}", True,
                                "check BOSUN_DATABASE_URL and that PostgreSQL accepts connections") from exc
+        async with first:
+            await migrate(first)
         try:
-            async with self.pool.connection() as conn:
-                await migrate(conn)
+            await self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         except BaseException:
             await self.pool.close()
             raise
@@ -133,9 +135,23 @@ class PgDatabase:
             raise storage_error(exc, operation, wrote) from exc
 
     async def fetch(self, sql: str, params: Any = (), operation: str = "read the store") -> list[tuple[Any, ...]]:
-        async with self.connection(operation) as conn:
-            cur = await conn.execute(sql, params, prepare=True)
-            return list(await cur.fetchall())
+        """Every row of a read. A read is run once more on a fresh connection when the pooled one turns
+        out dead (the server restarted, a proxy dropped it): a read has no effect to repeat."""
+        for attempt in (1, 2):
+            conn: psycopg.AsyncConnection[Any] | None = None
+            try:
+                async with self.pool.connection() as conn:
+                    cur = await conn.execute(sql, params, prepare=True)
+                    return list(await cur.fetchall())
+            except psycopg.OperationalError as exc:
+                if attempt == 2 or conn is None or not conn.closed:
+                    raise storage_error(exc, operation) from exc
+                log.info("a pooled connection was dead (%s); reading again on a fresh one", exc)
+            except psycopg.Error as exc:
+                if isinstance(exc, pg_errors.IntegrityError) or is_bosun_check(exc):
+                    raise
+                raise storage_error(exc, operation) from exc
+        raise AssertionError("unreachable")
 
     async def run(self, sql: str, params: Any = (), operation: str = "write to the store") -> None:
         async with self.connection(operation, wrote=True) as conn:

@@ -259,3 +259,18 @@ def test_serve_database_url_flag_puts_the_daemon_on_postgresql(tmp_path: Path, p
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+async def test_a_read_survives_a_dropped_pooled_connection(pg_url: str, tmp_path: Path) -> None:  # noqa: F811
+    """The server ended the pooled connection (a restart, a proxy timeout): the next read still answers."""
+    stores = await open_stores(tmp_path / "unused.db", pg_url)
+    try:
+        await stores.tasks.append("t", [NewEvent("task_started", {"objective": "o"})], 0)
+        with psycopg.connect(pg_url, autocommit=True) as raw:
+            ended = raw.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = "
+                                "current_database() AND pid <> pg_backend_pid() AND application_name LIKE 'bosun:%'"
+                                ).fetchall()
+        assert ended
+        assert await stores.tasks.version("t") == 1
+    finally:
+        await stores.aclose()
