@@ -134,6 +134,12 @@ def _stale(view: LexicalView) -> bool:
     return view.epoch != _EPOCH[0]
 
 
+def _titled(text: str) -> bool:
+    """The text opens with a short heading line followed by a longer body (a title, a heading)."""
+    head, sep, body = text.partition("\n")
+    return bool(sep) and 0 < len(head.split()) <= 12 and len(body) > len(head)
+
+
 class LexicalView:
     """TF-IDF vectors (sublinear tf, smoothed idf, L2 rows) of a pool of texts, as CSR arrays.
 
@@ -179,6 +185,8 @@ class LexicalView:
         idf_pad = np.concatenate([self.idf, np.ones(1, np.float32)])
         self.head_base = (idf_pad[self.head_grid] - 1.0).astype(np.float32)  # 0 on the padding
         self._counts = counts
+        # texts that open with a heading line (a title, then the body): there the first terms name the subject
+        self.titled = np.fromiter((_titled(t) for t in texts), dtype=bool, count=n)
         self._data: npt.NDArray[np.float32] | None = None
 
     @property

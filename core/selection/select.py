@@ -66,6 +66,9 @@ class Params:
     # score a second pick would then have (a one-step look-ahead: the pair that fits the budget and
     # answers the goal together, e.g. a multi-hop question's bridge passage); 0: plain greedy
     lookahead: int = 0
+    # hybrid: a candidate a pick names (its subject is in the pick's text, the multi-hop link) is not
+    # redundant with that pick: the overlap penalty shrinks by the link's strength (1 = fully named)
+    linked_not_redundant: bool = True
 
     @property
     def one_minus_lambda(self) -> float:
@@ -250,10 +253,12 @@ class _Run:
         if s == "mmr":  # weighted_rel - (1 - lambda) * maxsim
             buf = np.multiply(self.params.one_minus_lambda, maxsim, out=out)
             return np.subtract(self.weighted_rel if idx is None else self.weighted_rel[idx], buf, out=buf)
-        # hybrid: rel - penalty * max(maxsim - threshold, 0)
+        # hybrid: rel - penalty * max(maxsim - threshold, 0) (x unlinked: a candidate a pick names)
         buf = np.subtract(maxsim, self.params.overlap_threshold, out=out)
         np.maximum(buf, 0.0, out=buf)
         np.multiply(self.params.overlap_penalty, buf, out=buf)
+        if self.lex is not None and self.lex.unlinked is not None:
+            np.multiply(buf, self.lex.unlinked if idx is None else self.lex.unlinked[idx], out=buf)
         return np.subtract(rel, buf, out=buf)
 
     # -- the loop --------------------------------------------------------------------------
@@ -302,12 +307,18 @@ class _Run:
             np.maximum(pen, 0.0, out=pen)
             np.multiply(open_, pen, out=pen)
             pen -= dead
+        # a candidate a pick names is not redundant with it: its penalty is scaled by ``lex.unlinked``
+        exempt = hybrid and lex is not None and lex.unlinked is not None
         kill, gone = (pen, np.inf) if hybrid else (dead, neg_inf)  # where a pick or a loss is struck off
         limit = self.n if max_items is None else max_items
         while True:
             if len(picked) >= limit:
                 break
-            if hybrid:  # rel - penalty * max(maxsim - threshold, 0), -inf when unavailable
+            if exempt:  # rel - unlinked x penalty (+inf x a factor > 0 stays +inf: unavailable)
+                assert lex is not None and lex.unlinked is not None
+                np.multiply(lex.unlinked, pen, out=masked)
+                np.subtract(rel, masked, out=masked)
+            elif hybrid:  # rel - penalty * max(maxsim - threshold, 0), -inf when unavailable
                 np.subtract(rel, pen, out=masked)
             elif strategy == "psi0":  # relpos * (1 - maxsim)
                 np.subtract(1.0, maxsim, out=masked)
@@ -546,6 +557,11 @@ class _Lexical:
         self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
+        # 1 - link for a titled candidate (its subject is its heading), 1 otherwise; floored above 0 so that
+        # the +inf penalty of an unavailable candidate stays +inf
+        self._titled = (0.999 * self.view.titled).astype(np.float32)
+        self.unlinked: F32 | None = (np.ones(n, dtype=np.float32)
+                                     if self.head is not None and p.linked_not_redundant else None)
         self.links = np.empty((min(n, 32), n), np.float32)  # row r: the links of the r-th pick
         self.k = 0  # picks joined
         self._present = np.zeros(self.view.v + 1, dtype=np.float32)  # reused term mask (+ padding column)
@@ -586,6 +602,9 @@ class _Lexical:
             np.maximum(hop, link, out=hop)
             np.multiply(p.hop_weight, hop, out=self.rel)  # (dense + lexical) + weight x link
             np.add(self._base, self.rel, out=self.rel)
+            if self.unlinked is not None:
+                np.multiply(hop, self._titled, out=self.unlinked)
+                np.subtract(1.0, self.unlinked, out=self.unlinked)
         self.k += 1
 
     def peek(self, firsts: npt.NDArray[np.int64]) -> F32:
