@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 sys.path.insert(0, str(ROOT / "bench"))
+from fleet_load import wait_warm  # noqa: E402
 from transport_bench import clean_env, stop, wait_daemon  # noqa: E402
 
 REF_TEXT = "".join(f"line {i:03d}: bosun stores large tool output once and recalls only a slice\n" for i in range(60))
@@ -101,6 +102,7 @@ async def main(args: argparse.Namespace) -> str:
         try:
             daemon = await wait_daemon(home, proc.pid, ready=True)
             url = str(daemon["url"])
+            await wait_warm(url)
             async with Client(url) as setup:
                 started = await setup.call_tool("plan", {"mode": "start", "objective": "big observe bench"})
                 tid = started.structured_content["task_id"]

@@ -14,7 +14,8 @@ machine, each ``--seconds`` long per client count:
   (grep) -> plan update with ``based_on_version`` (a stale version is a conflict: an answer, not a
   failure) -> precheck.
 
-Reported per phase: calls/s, p50/p99 latency, errors by kind, and for ``mixed`` the journal
+Reported per phase: calls/s, p50/p99 latency, errors by kind, the daemon's CPU time per call
+(``/proc/<pid>/stat``: steadier than calls/s on a loaded machine), and for ``mixed`` the journal
 audit: every observe carries a unique marker; "lost" = acknowledged observes missing from the
 journal, "duplicated" = markers journaled more than once. The daemon's RSS (VmRSS) before and after
 each phase. The machine is shared, so the load average is printed with the numbers.
@@ -32,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
@@ -58,6 +60,7 @@ class Phase:
     acknowledged: list[str] = field(default_factory=list)  # observe markers answered without error
     rss_before_kb: int = 0
     rss_after_kb: int = 0
+    cpu_s: float = 0.0  # the daemon's CPU time (user + system) during the phase
     lost: int | None = None
     duplicated: int | None = None
 
@@ -68,8 +71,11 @@ class Phase:
         p99 = lat[min(n - 1, int(n * 0.99))] * 1000 if lat else float("nan")
         errs = ", ".join(f"{k}: {v}" for k, v in self.errors.most_common()) or "0"
         audit = "" if self.lost is None else f"{self.lost} / {self.duplicated}"
+        calls = n + sum(self.errors.values()) + self.conflicts
+        cpu = self.cpu_s * 1000 / calls if calls else float("nan")
         return (f"| {self.name} | {self.clients} | {n / self.seconds:.1f} | {p50:.1f} | {p99:.1f} | {errs} | "
-                f"{self.conflicts} | {audit} | {self.rss_before_kb / 1024:.0f} -> {self.rss_after_kb / 1024:.0f} |")
+                f"{self.conflicts} | {audit} | {cpu:.2f} | "
+                f"{self.rss_before_kb / 1024:.0f} -> {self.rss_after_kb / 1024:.0f} |")
 
 
 def rss_kb(pid: int) -> int:
@@ -77,6 +83,29 @@ def rss_kb(pid: int) -> int:
         if line.startswith("VmRSS:"):
             return int(line.split()[1])
     return 0
+
+
+async def wait_warm(url: str, timeout: float = 300.0) -> None:
+    """Until the daemon's policy index is built (``/healthz`` route_index ready): the model and the index
+    build in the background after start, and their CPU would otherwise count against the first phase.
+    A fleet shares one warm daemon, so the phases measure that."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url.removesuffix("/mcp") + "/healthz", timeout=5) as resp:
+                body = json.loads(resp.read())
+            if (body.get("route_index") or {}).get("state") in ("ready", "failed"):
+                return
+        except (OSError, ValueError):
+            pass
+        await asyncio.sleep(0.5)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (/proc/<pid>/stat): per call, it varies far less with
+    the machine's load than calls/s does."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def error_kind(text: str) -> str:
@@ -126,10 +155,12 @@ async def open_clients(stack: AsyncExitStack, url: str, home: Path, n: int, brid
 async def run_phase(phase: Phase, clients: list[Any], agent: Callable[[Any, int, float], Awaitable[None]],
                     pid: int) -> None:
     phase.rss_before_kb = rss_kb(pid)
+    cpu0 = cpu_seconds(pid)
     stop_at = time.monotonic() + phase.seconds
     t0 = time.monotonic()
     await asyncio.gather(*(agent(c, i, stop_at) for i, c in enumerate(clients)))
     phase.seconds = time.monotonic() - t0
+    phase.cpu_s = cpu_seconds(pid) - cpu0
     phase.rss_after_kb = rss_kb(pid)
 
 
@@ -211,8 +242,9 @@ def journal_markers(db: Path) -> Counter[str]:
 
 
 async def main(args: argparse.Namespace) -> str:
-    lines = ["| phase | clients | calls/s | p50 ms | p99 ms | errors | conflicts | lost / duplicated | RSS MB |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| phase | clients | calls/s | p50 ms | p99 ms | errors | conflicts | lost / duplicated | "
+             "daemon CPU ms/call | RSS MB |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     notes = []
     with tempfile.TemporaryDirectory(prefix="bosun-fleet-") as tmp:
         for n in args.clients:
@@ -228,14 +260,18 @@ async def main(args: argparse.Namespace) -> str:
             proc = spawn(["-m", "bosun", "serve", "--port", "0", "--home", str(home)], Path(tmp) / f"bosun-{n}.log")
             try:
                 daemon = await wait_daemon(home, proc.pid, ready=True)
+                await wait_warm(str(daemon["url"]))
                 phases = await bosun_phases(str(daemon["url"]), home, proc.pid, n, args.seconds, bridges)
             finally:
                 stop(proc)
             lines.append(base.row())
             lines += [p.row() for p in phases]
             small_ratio = (len(phases[0].latencies) / phases[0].seconds) / max(1e-9, len(base.latencies) / base.seconds)
+            cpu_ratio = (phases[0].cpu_s / max(1, len(phases[0].latencies))) / max(
+                1e-9, base.cpu_s / max(1, len(base.latencies)))
             notes.append(f"- {n} clients ({bridges} through `bosun stdio` bridges): small calls at "
-                         f"{small_ratio:.2f}x the no-op server's throughput")
+                         f"{small_ratio:.2f}x the no-op server's throughput; the daemon spends {cpu_ratio:.2f}x "
+                         "the no-op's CPU per call")
     load = os.getloadavg()
     head = [f"fleet_load: {args.seconds:.0f} s per phase, {os.cpu_count()} CPUs, load average "
             f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min) at the end", ""]

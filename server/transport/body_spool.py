@@ -10,15 +10,42 @@ even after a crash. Small bodies never touch the disk.
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import logging
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
 log = logging.getLogger("bosun.http")
 
 SPOOL_ABOVE = 1 << 20  # bytes: a body larger than this is spooled (below it, the copy costs less than a file)
+TRIM_ABOVE = 16 << 20  # bytes: after a request body this large, freed heap pages go back to the OS
+
+
+def _malloc_trim() -> Callable[[int], int] | None:
+    """glibc's ``malloc_trim`` (None elsewhere: musl, macOS)."""
+    name = ctypes.util.find_library("c")
+    try:
+        return ctypes.CDLL(name).malloc_trim if name else None  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_TRIM = _malloc_trim()
+
+
+def release_freed_memory() -> None:
+    """Give the heap pages freed by a large request back to the OS.
+
+    The copies a 100 MB observe makes are freed when it answers, but glibc keeps freed heap
+    pages for reuse (its mmap threshold rises after a large free, so later large buffers come
+    from the heap too): measured in-process, RSS stayed ~100 MB higher without this. Blocking
+    for a few ms at most; call it off the event loop."""
+    if _TRIM is not None:
+        _TRIM(0)
 
 
 class BodyBuffer:

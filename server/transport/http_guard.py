@@ -17,6 +17,7 @@ Refusals are short JSON bodies, never a traceback.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -26,7 +27,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from bosun.server.transport.body_spool import BodyBuffer
+from bosun.server.transport.body_spool import TRIM_ABOVE, BodyBuffer, release_freed_memory
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
@@ -219,9 +220,14 @@ class HttpGuard:
             body = buffer.body()
         finally:
             buffer.close()
+        size = len(body)
         replay = _replay(body, receive)
         del body  # handed on once; held from here by the app alone, so it is freed when the app lets go
-        await self.app(scope, replay, send)
+        try:
+            await self.app(scope, replay, send)
+        finally:
+            if size > TRIM_ABOVE:  # the call's copies of a huge body are freed now: return the pages
+                await asyncio.to_thread(release_freed_memory)
 
     def _header_problem(self, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
         if not self.loopback:
