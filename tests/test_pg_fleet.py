@@ -26,12 +26,12 @@ from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import pytest
 from mcp import Client
-from mcp.types import ResourceUpdatedNotification
+from mcp.types import CallToolResult, RequestParamsMeta, ResourceUpdatedNotification, TextContent
 
 from bosun.server.idempotency import META_KEY
 from tests.helpers_proc import BOSUN, env_for, stop, wait_for_daemon
@@ -162,7 +162,7 @@ class Tally:
     def check(self, what: str, result: Any) -> Any:
         """The structured answer; a tool error is recorded as a failure (conflicts are counted apart)."""
         if result.is_error:
-            text = result.content[0].text if result.content else ""
+            text = text_of(result)
             if "conflict" in text.lower():
                 self.conflicts += 1
             else:
@@ -171,9 +171,19 @@ class Tally:
         return result.structured_content
 
 
+def keyed(key: str) -> RequestParamsMeta:
+    """The ``_meta`` that carries an idempotency key."""
+    return cast(RequestParamsMeta, {META_KEY: key})
+
+
+def text_of(result: CallToolResult) -> str:
+    first = result.content[0] if result.content else None
+    return first.text if isinstance(first, TextContent) else ""
+
+
 async def _call(client: Client, tally: Tally, tool: str, arguments: dict[str, Any], key: str | None = None) -> Any:
     try:
-        result = await client.call_tool(tool, arguments, meta={META_KEY: key} if key else None)
+        result = await client.call_tool(tool, arguments, meta=keyed(key) if key else None)
     except Exception as exc:  # a transport failure is a failed call here: both daemons are alive
         tally.failures.append(f"{tool}: {type(exc).__name__}: {exc}")
         return None
@@ -196,7 +206,7 @@ async def _update(client: Client, tally: Tally, task_id: str, text: str, version
         got = tally.check("plan update", answer)
         if got is not None:
             return int(got["version"])
-        current = re.search(r"current_version=(\d+)", answer.content[0].text if answer.content else "")
+        current = re.search(r"current_version=(\d+)", text_of(answer))
         if current is None:
             return None  # a failure, recorded by check()
         version = int(current.group(1))
@@ -257,7 +267,7 @@ async def test_agents_on_two_daemons_lose_and_duplicate_nothing(daemons: tuple[D
         head = len(journal(a.database_url, shared[0]))
         stale = await on_b[1].call_tool("plan", {"mode": "update", "task_id": shared[0], "decisions": ["stale"],
                                                   "based_on_version": head - 1})
-        assert stale.is_error and "conflict" in stale.content[0].text.lower()  # type: ignore[union-attr]
+        assert stale.is_error and "conflict" in text_of(stale).lower()
         assert len(journal(a.database_url, shared[0])) == head
         # both daemons see the same state
         views = [await c.call_tool("plan", {"mode": "status", "task_id": t}) for c in (on_a[0], on_b[0]) for t in shared]
@@ -379,7 +389,7 @@ async def test_kill_9_of_one_daemon_mid_burst_loses_nothing_and_keys_hold_across
                 for key in keys:
                     if on_victim and killed.is_set():
                         break  # the rest is sent after the restart below
-                    result = await client.call_tool("observe", calls[key], meta={META_KEY: key})
+                    result = await client.call_tool("observe", calls[key], meta=keyed(key))
                     got = (survivor_tally if not on_victim else Tally()).check(key, result)
                     if got is None:
                         continue
@@ -411,12 +421,12 @@ async def test_kill_9_of_one_daemon_mid_burst_loses_nothing_and_keys_hold_across
     victim.start()  # same home, same database: it resumes
     async with Client(victim.url) as again_victim, Client(survivor.url) as again_survivor:
         for key in unanswered:  # re-sent with the same key: applied once in total, whatever the kill left
-            result = await again_victim.call_tool("observe", calls[key], meta={META_KEY: key})
+            result = await again_victim.call_tool("observe", calls[key], meta=keyed(key))
             assert not result.is_error, result.content
             answers[key] = result.structured_content
         for key, first in list(answers.items()):  # every key, re-sent to the other daemon: the first answer
             target = again_survivor if key.startswith("kill-v") else again_victim
-            repeat = await target.call_tool("observe", calls[key], meta={META_KEY: key})
+            repeat = await target.call_tool("observe", calls[key], meta=keyed(key))
             assert not repeat.is_error, repeat.content
             assert repeat.structured_content == first, key
         # the restarted daemon serves what the survivor wrote while it was down
