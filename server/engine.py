@@ -121,7 +121,7 @@ class Engine:
         self._embedding_store = stores.embeddings
         self.idempotency = stores.idempotency
         # another daemon's task write (PostgreSQL) reaches this daemon's subscriptions like a local one
-        await stores.watch_tasks(self.tasks.changes.notify, self._tasks_changed_unseen)
+        await stores.watch_tasks(self._task_changed_elsewhere, self._tasks_changed_unseen)
         await self.idempotency.prune()
         self._load_task = self.background.spawn(self._load_model(), "model-load")
         if watch_policies:
@@ -137,6 +137,23 @@ class Engine:
             if self.stores is not None:
                 await self.stores.aclose()  # finishes the blob writes already submitted, then closes
             self.db = self._reader = None
+
+    def _task_changed_elsewhere(self, task_id: str) -> None:
+        """Another daemon wrote ``task_id``: bring the cached state up to date (one incremental read, so an
+        update based on the version that daemon answered is not refused as stale here), then tell this
+        daemon's listeners (manifest subscriptions, the dashboard) as if the write had been local."""
+        if task_id not in self.tasks._states or self.background.stopping.is_set():
+            self.tasks.changes.notify(task_id)
+            return
+
+        async def catch_up() -> None:
+            try:
+                await self.tasks.get(task_id)
+            except Exception:  # the listeners still hear of it; their own read reports any failure
+                log.warning("catching up task %s after another daemon's write failed", task_id, exc_info=True)
+            self.tasks.changes.notify(task_id)
+
+        self.background.spawn(catch_up(), f"catch-up-{task_id}")
 
     def _tasks_changed_unseen(self) -> None:
         """The change listener reconnected: notices may have been missed, so every task held is news."""

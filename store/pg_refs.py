@@ -26,6 +26,13 @@ CHUNK = 1 << 20
 _OFF_LOOP = 1 << 20  # hashing more than this runs in a thread (hashlib releases the GIL)
 
 
+# a blob of one chunk: its refs row and its chunk in ONE statement (atomic in autocommit); a blob already
+# stored (by this daemon or another) inserts nothing
+_PUT_ONE = ("WITH r AS (INSERT INTO refs (sha256, media_type, size, chunks, created_at) VALUES (%s, %s, %s, 1, %s) "
+            "ON CONFLICT (sha256) DO NOTHING RETURNING sha256) "
+            "INSERT INTO ref_chunks (sha256, n, data) SELECT sha256, 0, %b FROM r")
+
+
 def _digest(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -55,6 +62,10 @@ class PgRefStore:
     async def _store(self, items: list[tuple[memoryview, str]]) -> list[str]:
         digests = [(await asyncio.to_thread(_digest, v)) if len(v) > _OFF_LOOP else _digest(v) for v, _ in items]
         now = time.time()
+        if len(items) == 1 and len(items[0][0]) <= CHUNK:  # the common case: one statement, one round trip
+            (view, media), digest = items[0], digests[0]
+            await self.db.run(_PUT_ONE, (digest, media, len(view), now, view), "store the payload")
+            return [make_ref(digest)]
         async with self.db.connection("store the payload", wrote=True) as conn:
             async with conn.transaction():
                 for (view, media), digest in zip(items, digests, strict=True):

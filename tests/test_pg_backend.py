@@ -274,3 +274,17 @@ async def test_a_read_survives_a_dropped_pooled_connection(pg_url: str, tmp_path
         assert await stores.tasks.version("t") == 1
     finally:
         await stores.aclose()
+
+
+async def test_the_other_daemons_write_brings_this_daemons_cache_up_to_date(daemons: tuple[Engine, Engine]) -> None:
+    """An agent holding the version daemon B answered updates through daemon A (which cached the task
+    before): the notice has caught A's cache up, so the update is applied, not refused as stale."""
+    a, b = daemons
+    st = await a.tasks.start("objective")  # a caches version 1
+    heard: list[str] = []
+    a.tasks.changes.add(heard.append)
+    after_b = await b.tasks.append(st.task_id, "decision_added", {"text": "via b"}, expected_version=1)
+    await _wait_for(lambda: st.task_id in heard)
+    state = await a.tasks.append(st.task_id, "decision_added", {"text": "via a"},
+                                 expected_version=after_b.version)
+    assert state.decisions == ["via b", "via a"] and state.version == 3
