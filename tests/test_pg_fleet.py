@@ -339,9 +339,11 @@ def _decisions_of(url: str, tasks: list[str]) -> tuple[Counter[str], list[str]]:
     return texts, gaps
 
 
-@pytest.mark.xfail(strict=True, reason="server/services/tasks.py append_many catches up and retries a write "
-                   "without based_on_version once; a third write from the other daemon in between fails the "
-                   "call with a conflict (docs/deployment.md, issue 18 report)")
+# Not strict: the failure needs a third write from the other daemon to land inside a short window, which
+# depends on the scheduler; it reproduced in every run on the loaded 2-core machine (3 of 3).
+@pytest.mark.xfail(strict=False, reason="known issue: server/services/tasks.py append_many catches up and "
+                   "retries a write without based_on_version only once; a further write from the other daemon "
+                   "in between fails the call with a conflict. Remove this mark once it retries until it lands")
 async def test_writes_without_a_version_from_both_daemons_to_one_task_all_land(
         daemons: tuple[Daemon, Daemon]) -> None:
     a, b = daemons
