@@ -288,3 +288,38 @@ async def test_the_other_daemons_write_brings_this_daemons_cache_up_to_date(daem
     state = await a.tasks.append(st.task_id, "decision_added", {"text": "via a"},
                                  expected_version=after_b.version)
     assert state.decisions == ["via b", "via a"] and state.version == 3
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+async def test_a_manifest_subscription_on_daemon_a_hears_an_update_made_through_daemon_b(
+        tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    import anyio
+    from mcp import Client
+    from mcp.types import ResourceUpdatedNotification
+
+    from bosun.server.app import create_server
+
+    a, b = _engine(tmp_path, "a", pg_url), _engine(tmp_path, "b", pg_url)
+    updated: list[str] = []
+    arrived = anyio.Event()
+
+    async def on_message(message: object) -> None:
+        root = getattr(message, "root", message)
+        if isinstance(root, ResourceUpdatedNotification):
+            updated.append(str(root.params.uri))
+            arrived.set()
+
+    await b.open(watch_policies=False)
+    try:
+        async with Client(create_server(a), mode="legacy", message_handler=on_message) as watcher:
+            st = await b.tasks.start("watched from a, written through b")
+            uri = f"bosun://task/{st.task_id}/manifest"
+            await watcher.subscribe_resource(uri)
+            await b.tasks.append(st.task_id, "decision_added", {"text": "use blue-green"})
+            with anyio.fail_after(20):
+                await arrived.wait()
+            assert updated == [uri]
+            manifest = await watcher.read_resource(uri)
+            assert f"task={st.task_id} v=2 " in str(manifest.contents[0])  # a reads what b wrote
+    finally:
+        await b.close()
