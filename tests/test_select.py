@@ -372,3 +372,64 @@ async def test_tool_iterative_false_is_honoured(client: Client) -> None:
     assert iterative is not None and once is not None
     # scored once, the near-copy is not recognised as redundant with the first pick
     assert len(once["selected"]) > len(iterative["selected"])
+
+
+def _titled_pool() -> Pool:
+    """A pick that names a titled candidate (its heading) while the two are close in meaning."""
+    goal = "which county is tysons galleria in"
+    cands = [
+        "Tysons Galleria\nTysons Galleria is a shopping mall in McLean, Virginia, near Fairfax.",
+        "McLean, Virginia\nMcLean, Virginia, near Fairfax, is a community in Fairfax County.",
+        "Poughkeepsie Galleria\nThe Poughkeepsie Galleria is a shopping mall in New York.",
+    ]
+    e = np.eye(8, dtype=np.float32)
+    vecs = np.stack([e[0], 0.8 * e[0] + 0.6 * e[1], 0.5 * e[0] + np.sqrt(0.75) * e[2]]).astype(np.float32)
+    return Pool(goal=e[0], candidates=vecs, tokens=[estimate_tokens(c) for c in cands],
+                labels=["galleria", "mclean", "poughkeepsie"], candidate_texts=cands, goal_text=goal)
+
+
+def test_a_candidate_the_pick_names_is_not_redundant_with_it() -> None:
+    pool = _titled_pool()
+    budget = pool.tokens[0] + max(pool.tokens[1], pool.tokens[2])
+    linked = select(pool, budget, "hybrid", OFF)
+    assert linked.indices == [0, 1] and "linked to galleria" in linked.selected[1].why
+    # without the rule, similarity 0.8 to the first pick makes the named county page look redundant
+    plain = select(pool, budget, "hybrid", Params(relevance_floor=0.0, linked_not_redundant=False))
+    assert plain.indices == [0, 2]
+
+
+def test_the_link_exemption_needs_a_heading() -> None:
+    pool = _titled_pool()
+    untitled = [t.replace("\n", " ") for t in pool.candidate_texts or []]
+    flat = Pool(goal=pool.goal, candidates=pool.candidates, tokens=pool.tokens, labels=pool.labels,
+                candidate_texts=untitled, goal_text=pool.goal_text)
+    budget = pool.tokens[0] + max(pool.tokens[1], pool.tokens[2])
+    assert select(flat, budget, "hybrid", OFF).indices == [0, 2]  # sentences do not name their subject first
+
+
+def test_look_ahead_picks_the_first_item_of_the_best_pair_that_fits() -> None:
+    pool = _titled_pool()
+    budget = pool.tokens[0] + max(pool.tokens[1], pool.tokens[2])
+    assert select(pool, budget, "hybrid", Params(relevance_floor=0.0, lookahead=3)).indices[:1] == [0]
+    with pytest.raises(InvalidInput, match="lookahead"):
+        select(pool, budget, "hybrid", Params(lookahead=-1))
+
+
+def test_a_big_pool_keeps_its_lexical_view(monkeypatch: pytest.MonkeyPatch) -> None:
+    from bosun.core.selection import lexical as select_lexical
+
+    select_lexical._VIEWS.clear()
+    texts = [f"passage {i} about topic {i % 7} and item {i}" for i in range(300)]
+    first = select_lexical.view_of(texts)
+    assert select_lexical.view_of(texts) is first  # held: not rebuilt on the next call
+    monkeypatch.setattr(select_lexical, "_VIEW_MAX_ENTRIES", len(first.indices) + 10)
+    other = select_lexical.view_of([t + " more" for t in texts])  # both together exceed the total: the oldest goes
+    assert list(select_lexical._VIEWS.values()) == [other]
+
+
+def test_rejections_are_written_out_when_read_and_stay_the_same() -> None:
+    pool = make_pool(GOAL, [*CANDS, "retry budgets cap how often clients retry", "the cafeteria opens at noon"])
+    sel = select(pool, 25, "hybrid", OFF)
+    assert sel.rejected_total == len(CANDS) + 2 - len(sel.selected)
+    first = sel.rejected
+    assert first and sel.rejected is first and {r.reason for r in first} <= {"redundant", "over_budget", "irrelevant"}

@@ -420,10 +420,13 @@ class _Run:
         firsts = np.argpartition(-fits, k - 1)[:k]
         firsts = firsts[np.argsort(-fits[firsts], kind="stable")]  # best first: ties keep the greedy choice
         cols = self.cands @ self.cands[firsts].T  # [n, k]
-        after = lex.peek(firsts)  # [n, k]: relevance once each first pick has joined
+        after, unlinked = lex.peek(firsts)  # [n, k]: relevance (and penalty scale) once each first has joined
         np.subtract(cols, p.overlap_threshold, out=cols)
         np.maximum(cols, 0.0, out=cols)
-        follow = after - np.maximum(pen[:, None], p.overlap_penalty * cols)
+        penalty = np.maximum(pen[:, None], p.overlap_penalty * cols)
+        if unlinked is not None:
+            penalty *= unlinked
+        follow = after - penalty
         dup = cols >= p.redundancy_threshold - p.overlap_threshold
         left = remaining - self.tokens[firsts]
         follow[dup | (self.tokens[:, None] > left[None, :])] = -np.inf
@@ -607,8 +610,9 @@ class _Lexical:
                 np.subtract(1.0, self.unlinked, out=self.unlinked)
         self.k += 1
 
-    def peek(self, firsts: npt.NDArray[np.int64]) -> F32:
-        """[n, len(firsts)]: ``rel`` as it would be after each of ``firsts`` joined (nothing changes)."""
+    def peek(self, firsts: npt.NDArray[np.int64]) -> tuple[F32, F32 | None]:
+        """[n, len(firsts)]: ``rel`` (and ``unlinked``) as they would be after each of ``firsts`` joined
+        (nothing changes)."""
         p = self.params
         k = len(firsts)
         if self.covers is not None:
@@ -617,7 +621,7 @@ class _Lexical:
         else:
             base = np.repeat(self._base[:, None], k, axis=1)
         if self.head is None:
-            return base
+            return base, None
         view = self.view
         starts, ends = view.indptr[firsts], view.indptr[firsts + 1]
         lens = ends - starts
@@ -628,9 +632,10 @@ class _Lexical:
         hop = np.einsum("hn,khn->nk", self.head, present[:, view.head_grid])
         hop[firsts, np.arange(k)] = 0.0
         np.maximum(hop, self.hop_gain[:, None], out=hop)
+        unlinked = None if self.unlinked is None else 1.0 - hop * self._titled[:, None]
         hop *= p.hop_weight
         base += hop
-        return base
+        return base, unlinked
 
     def sources(self, picked: Sequence[int]) -> tuple[list[int], list[float]]:
         """For each pick: the rank of the earliest earlier pick whose link to it is the strongest,
