@@ -1,12 +1,17 @@
 """The store on SQLite vs PostgreSQL (issue 18): latency, throughput and the journal audit, in one run.
 
-    python bench/store_backends.py [--seconds 60] [--agents 25] [--database-url postgresql://...]
+    python bench/store_backends.py [--seconds 60] [--agents 25] [--rounds 200] [--database-url postgresql://...]
                                    [--out bench/results/store_backends.md]
 
-Phases, one after the other on the same machine, each ``--seconds`` long:
+First the small calls alone: one SQLite daemon and one PostgreSQL daemon up together, one client
+each, ``--rounds`` rounds of recall (5 lines) / observe (a decision) / plan status, alternating which
+backend goes first: the fair form of the issue's "small-call latency within 2x" on a shared machine,
+where load drifts between phases. Then the fleet phases, one after the other, each ``--seconds`` long:
 
 * ``sqlite x1``: one daemon on SQLite (its BOSUN_HOME), ``--agents`` SDK agents over HTTP;
 * ``postgres x1``: one daemon on PostgreSQL, the same agents;
+* ``postgres x1 async``: the same on a database with ``synchronous_commit=off`` (a commit does not wait
+  for its WAL flush: SQLite's synchronous=NORMAL trade, so the pair separates the fsync from the rest);
 * ``postgres x2``: two daemons (two homes, one database), ``--agents`` agents on EACH.
 
 Every agent loops: ``observe`` (a 1-40 KB result carrying a unique marker; large ones are
@@ -22,7 +27,8 @@ tasks whose seqs are not 1..n. The PostgreSQL/SQLite ratio of the p50s is the is
 Without ``--database-url`` the bench starts a throwaway cluster with PostgreSQL's default
 durability (fsync on, synchronous_commit on: every commit waits for its WAL flush) on loopback; SQLite
 runs as bosun ships it (WAL, synchronous=NORMAL: a commit survives a killed process, the WAL is not
-fsynced per commit). The settings in force are printed with the table.
+fsynced per commit). The settings in force are printed with the table. Each phase starts fresh
+daemons (the model loaded before the clock starts) on a fresh database or BOSUN_HOME.
 """
 
 from __future__ import annotations
@@ -132,37 +138,45 @@ def pg_bindir() -> Path:
 
 
 @contextmanager
-def throwaway_cluster(root: Path) -> Iterator[str]:
-    """A cluster with PostgreSQL's default durability on a free loopback port; yields the admin URL."""
+def throwaway_cluster() -> Iterator[str]:
+    """A cluster with PostgreSQL's default durability on a free loopback port; yields the admin URL.
+
+    Its directory is its own (under /tmp, owned by the unprivileged user initdb needs under root)."""
     bindir = pg_bindir()
     user = "postgres" if os.getuid() == 0 else None  # initdb refuses root
     prefix = ["runuser", "-u", user, "--"] if user else []
-    root.mkdir(parents=True, exist_ok=True)
+    root = Path(tempfile.mkdtemp(prefix="bosun-bench-pg-"))
     if user:
         entry = pwd.getpwnam(user)
         os.chown(root, entry.pw_uid, entry.pw_gid)
     data = root / "data"
-    subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "bosun", "--auth=trust", "-E", "UTF8",
-                    "--locale=C"], check=True, capture_output=True, cwd="/")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = int(s.getsockname()[1])
-    opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=200"
-    subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w",
-                    "start"], check=True, capture_output=True, cwd="/")
     try:
-        yield f"postgresql://bosun@127.0.0.1:{port}/postgres"
+        subprocess.run([*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "bosun", "--auth=trust", "-E",
+                        "UTF8", "--locale=C"], check=True, capture_output=True, cwd="/")
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=200"
+        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w",
+                        "start"], check=True, capture_output=True, cwd="/")
+        try:
+            yield f"postgresql://bosun@127.0.0.1:{port}/postgres"
+        finally:
+            subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
+                           capture_output=True, cwd="/")
     finally:
-        subprocess.run([*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"],
-                       capture_output=True, cwd="/")
+        shutil.rmtree(root, ignore_errors=True)
 
 
-def create_database(admin_url: str, name: str) -> str:
+def create_database(admin_url: str, name: str, synchronous_commit: str | None = None) -> str:
+    """A fresh database (``synchronous_commit`` set for every session on it when given)."""
     import psycopg
 
     with psycopg.connect(admin_url, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
+        if synchronous_commit is not None:
+            conn.execute(f'ALTER DATABASE "{name}" SET synchronous_commit = {synchronous_commit}')
     return admin_url.rsplit("/", 1)[0] + "/" + name
 
 
@@ -285,10 +299,68 @@ async def phase(name: str, daemons: int, agents: int, seconds: float, root: Path
     return stats
 
 
+# -- small calls, one client, the two backends interleaved -------------------------------------------
+
+SMALL = ("recall 5 lines", "observe a decision", "plan status")
+
+
+async def small_calls(root: Path, database_url: str, rounds: int) -> dict[str, dict[str, list[float]]]:
+    """One SQLite daemon and one PostgreSQL daemon up at once, one client each, nothing else from this
+    bench running: each round times the three small calls on both, alternating which goes first, so
+    load that drifts during the run weighs on both alike. Returns backend -> call -> latencies."""
+    from mcp import Client
+
+    homes = {"sqlite": root / "small-sqlite", "postgres": root / "small-postgres"}
+    procs = {name: spawn_daemon(home, database_url if name == "postgres" else None, root / f"{home.name}.log")
+             for name, home in homes.items()}
+    out: dict[str, dict[str, list[float]]] = {name: {c: [] for c in SMALL} for name in homes}
+    try:
+        urls = {name: str((await wait_daemon(homes[name], proc.pid, ready=True))["url"])
+                for name, proc in procs.items()}
+        async with Client(urls["sqlite"]) as lite, Client(urls["postgres"]) as pg:
+            clients = {"sqlite": lite, "postgres": pg}
+            setup: dict[str, tuple[str, str]] = {}
+            for name, client in clients.items():
+                stats = Stats(name, 1, 1)
+                task = await start(client, "small calls", stats)
+                stored = await client.call_tool("observe", {"task_id": task, "kind": "result", "tool": "cat",
+                                                            "result": REF_TEXT * 6})
+                setup[name] = (task, str(stored.structured_content["ref"]))
+            for r in range(rounds):
+                for name in (("sqlite", "postgres") if r % 2 == 0 else ("postgres", "sqlite")):
+                    task, ref = setup[name]
+                    calls: list[tuple[str, dict[str, Any]]] = [
+                        ("recall", {"ref": ref, "op": "head", "lines": 5}),
+                        ("observe", {"task_id": task, "kind": "decision", "text": f"small call {r}"}),
+                        ("plan", {"mode": "status", "task_id": task}),
+                    ]
+                    for label, (tool, arguments) in zip(SMALL, calls, strict=True):
+                        t0 = time.perf_counter()
+                        result = await clients[name].call_tool(tool, arguments)
+                        if result.is_error:
+                            raise RuntimeError(f"{name} {label} failed: {result.content}")
+                        out[name][label].append(time.perf_counter() - t0)
+    finally:
+        for proc in procs.values():
+            stop(proc)
+    return out
+
+
+def render_small(small: dict[str, dict[str, list[float]]], rounds: int) -> list[str]:
+    lines = ["", f"Small calls, one client per backend, {rounds} rounds alternating SQLite and PostgreSQL "
+                 "(the issue's \"within 2x\" is the last column):", "",
+             "| call | SQLite p50 / p99 ms | PostgreSQL p50 / p99 ms | PostgreSQL / SQLite p50 |", "|---|---|---|---|"]
+    for label in SMALL:
+        lite, pg = small["sqlite"][label], small["postgres"][label]
+        lines.append(f"| {label} | {p50(lite):.2f} / {pct(lite, 0.99):.2f} | {p50(pg):.2f} / {pct(pg, 0.99):.2f} | "
+                     f"{p50(pg) / p50(lite):.2f}x |")
+    return lines
+
+
 # -- the report --------------------------------------------------------------------------------------
 
 
-def render(phases: list[Stats], head: list[str]) -> str:
+def render(phases: list[Stats], head: list[str], small: list[str]) -> str:
     lines = [*head, "",
              "| phase | daemons x agents | calls/s | observe p50 / p99 ms | recall p50 / p99 ms | "
              "plan update p50 / p99 ms | failed calls | conflicts | lost / duplicated / gaps | daemon RSS MB |",
@@ -300,32 +372,42 @@ def render(phases: list[Stats], head: list[str]) -> str:
         lines.append(f"| {s.name} | {s.daemons} x {s.agents} | {s.calls() / s.seconds:.1f} | {cells} | {errors} | "
                      f"{s.conflicts} | {s.lost} / {s.duplicated} / {s.gaps} | {rss} |")
     by_name = {s.name: s for s in phases}
-    lite, pg = by_name.get("sqlite x1"), by_name.get("postgres x1")
-    if lite and pg:
-        lines += ["", "PostgreSQL / SQLite, one daemon, same agents, same run (p50 ratio; the target is <= 2.0x):", ""]
+    lite = by_name.get("sqlite x1")
+    for name in ("postgres x1", "postgres x1 async"):
+        pg = by_name.get(name)
+        if lite is None or pg is None:
+            continue
+        lines += ["", f"{name} / sqlite x1, one daemon, same agents, same run (p50 ratio; the target is <= 2.0x):",
+                  ""]
         for t in TOOLS:
             lines.append(f"- {t}: {p50(pg.latencies[t]) / p50(lite.latencies[t]):.2f}x "
                          f"(p99 {pct(pg.latencies[t], 0.99) / pct(lite.latencies[t], 0.99):.2f}x)")
         lines.append(f"- throughput: {(pg.calls() / pg.seconds) / (lite.calls() / lite.seconds):.2f}x")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + small) + "\n"
 
 
 async def main(args: argparse.Namespace) -> str:
     with tempfile.TemporaryDirectory(prefix="bosun-backends-") as tmp:
         root = Path(tmp)
-        with (throwaway_cluster(root / "pg") if args.database_url is None
+        with (throwaway_cluster() if args.database_url is None
               else _given(args.database_url)) as admin_url:
             settings = pg_settings(admin_url)
+            small = render_small(await small_calls(root, create_database(admin_url, "bosun_bench_small"),
+                                                   args.rounds), args.rounds)
             phases = [await phase("sqlite x1", 1, args.agents, args.seconds, root, None)]
             url = create_database(admin_url, "bosun_bench_x1")
             phases.append(await phase("postgres x1", 1, args.agents, args.seconds, root, url))
+            # the commit's WAL flush apart: the durability SQLite's synchronous=NORMAL gives (a killed
+            # daemon loses nothing; a crash of the database server may lose the last commits)
+            url = create_database(admin_url, "bosun_bench_x1_async", synchronous_commit="off")
+            phases.append(await phase("postgres x1 async", 1, args.agents, args.seconds, root, url))
             url = create_database(admin_url, "bosun_bench_x2")
             phases.append(await phase("postgres x2", 2, args.agents, args.seconds, root, url))
     load = os.getloadavg()
     head = [f"store_backends: {args.seconds:.0f} s per phase, {args.agents} agents per daemon over HTTP, "
             f"{os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min) at the end",
             f"SQLite: WAL, synchronous=NORMAL (bosun's setting); {settings}"]
-    return render(phases, head)
+    return render(phases, head, small)
 
 
 @contextmanager
@@ -337,6 +419,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=60.0, help="length of each phase (<= 120)")
     parser.add_argument("--agents", type=int, default=25, help="agents per daemon (<= 50)")
+    parser.add_argument("--rounds", type=int, default=200, help="rounds of the interleaved small-call probe")
     parser.add_argument("--database-url", default=None,
                         help="an existing server's admin URL (databases bosun_bench_x1/_x2 are re-created there)")
     parser.add_argument("--out", type=Path, default=None)
