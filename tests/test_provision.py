@@ -52,3 +52,19 @@ def test_another_model_without_the_hub_is_unavailable_not_fetchable(tmp_path: Pa
         from bosun.server.provision import HUB_PROBE, reachable
 
         assert reachable(HUB_PROBE.format(repo="BAAI/bge-small-en-v1.5"))
+
+
+def test_texts_are_embedded_shortest_first_in_batches_bounded_by_attention_size() -> None:
+    """Every text once; short ones 64 at a time; a long one alone (the arena keeps the peak batch's memory)."""
+    from bosun.server.model import BATCH_TOKENS2, CHARS_PER_TOKEN, MAX_TOKENS, length_batches
+
+    lengths = [2000, 40, 300, 40, 5000, *([60] * 100), 300]
+    batches = length_batches(lengths)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(len(lengths)))
+    assert [lengths[i] for i in flat] == sorted(lengths)
+    for batch in batches:
+        longest = min(MAX_TOKENS, max(lengths[i] for i in batch) // CHARS_PER_TOKEN)
+        assert len(batch) <= 64 and (len(batch) == 1 or len(batch) * longest * longest <= BATCH_TOKENS2)
+    assert [len(b) for b in batches if lengths[b[0]] >= 2000] == [1, 1]
+    assert length_batches([]) == []
