@@ -229,12 +229,44 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def bridge_args(argv: list[str]) -> tuple[Path, list[str]] | None:
+    """``bosun stdio [--home H] [--policies DIR]...`` read without the parser of every command: the home and
+    the daemon's extra arguments, as ``cmd_stdio`` makes them; None for anything else (``--standalone``,
+    ``--help``, an error), which the full parser handles."""
+    from pathlib import Path
+
+    home: str | None = None
+    extra: list[str] = []
+    i = 0
+    while i < len(argv):
+        name, eq, value = argv[i].partition("=")
+        if name not in ("--home", "--policies"):
+            return None
+        if not eq:
+            if i + 1 >= len(argv):
+                return None
+            i += 1
+            value = argv[i]
+        if name == "--home":
+            home = value
+        else:
+            extra += ["--policies", str(Path(value).expanduser().resolve())]
+        i += 1
+    home = home or os.environ.get("BOSUN_HOME", "").strip() or "~/.bosun"  # as Config reads it
+    return Path(home).expanduser(), extra
+
+
 def main(argv: list[str] | None = None) -> None:
     argv = sys.argv[1:] if argv is None else list(argv)
     if argv and argv[0] in FAST_COMMANDS:
         import importlib
 
         sys.exit(importlib.import_module(FAST_COMMANDS[argv[0]]).main(argv[1:]))
+    bridged = bridge_args(argv[1:]) if argv and argv[0] == "stdio" else None
+    if bridged is not None:  # what an mcpServers entry runs: straight to the stdlib relay
+        from bosun.server.transport.bridge import run_bridge
+
+        sys.exit(run_bridge(*bridged))
     from pathlib import Path
 
     from bosun.server.config import Config, ConfigError
