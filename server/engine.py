@@ -120,9 +120,14 @@ class Engine:
         self._refs = stores.refs
         self._embedding_store = stores.embeddings
         self.idempotency = stores.idempotency
-        # another daemon's task write (PostgreSQL) reaches this daemon's subscriptions like a local one
-        await stores.watch_tasks(self._task_changed_elsewhere, self._tasks_changed_unseen)
-        await self.idempotency.prune()
+        try:
+            # another daemon's task write (PostgreSQL) reaches this daemon's subscriptions like a local one
+            await stores.watch_tasks(self._task_changed_elsewhere, self._tasks_changed_unseen)
+            await self.idempotency.prune()
+        except BaseException:
+            await stores.aclose()  # a failed open leaves no pool or thread behind
+            self.stores = self.db = self._reader = None
+            raise
         self._load_task = self.background.spawn(self._load_model(), "model-load")
         if watch_policies:
             self.policies.start()

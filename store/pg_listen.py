@@ -16,6 +16,7 @@ from typing import Any
 
 import psycopg
 
+from bosun.core.errors import StorageError
 from bosun.store.pg_schema import NOTIFY_CHANNEL
 
 log = logging.getLogger("bosun.store.pg")
@@ -59,7 +60,8 @@ class TaskChangeListener:
                 conn = await self._connect()
             except psycopg.Error as exc:
                 if first:
-                    raise
+                    raise StorageError("listen for other daemons' task writes", "cannot connect", True,
+                                       "check that PostgreSQL accepts connections at BOSUN_DATABASE_URL") from exc
                 log.warning("change listener: reconnect failed (%s); retrying in %.1fs", exc, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RETRY_MAX_S)
@@ -82,7 +84,10 @@ class TaskChangeListener:
             return
         self.received += 1
         try:
-            self.on_change(task_id)
+            if task_id:
+                self.on_change(task_id)
+            elif self.on_gap is not None:  # a task id too long for a notice: some task changed
+                self.on_gap()
         except Exception:  # one broken listener never stops the loop
             log.exception("a task change listener failed (ignored)")
 

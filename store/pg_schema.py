@@ -125,6 +125,40 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
             FOR EACH STATEMENT EXECUTE FUNCTION bosun_task_events_append_only();
         """,
     ),
+    (
+        # NOTIFY payloads stop at 8000 bytes and a task id has no length limit: a notice that would not fit
+        # names no task ("<origin>\t"), which a listener takes as "some task changed" (store/pg_listen.py),
+        # instead of failing the append
+        "pg_0002_notify_fits",
+        """
+        CREATE OR REPLACE FUNCTION bosun_task_events_applied() RETURNS trigger LANGUAGE plpgsql AS $$
+        DECLARE
+            notice TEXT;
+        BEGIN
+            IF NEW.kind = 'task_started' THEN
+                INSERT INTO tasks (task_id, objective, status, version, created_at, updated_at)
+                VALUES (NEW.task_id, COALESCE(NEW.payload_json::jsonb ->> 'objective', ''), 'open',
+                        NEW.seq, NEW.created_at, NEW.created_at);
+            ELSE
+                UPDATE tasks SET version = NEW.seq, updated_at = NEW.created_at,
+                    status = CASE WHEN NEW.kind = 'task_closed'
+                                  THEN COALESCE(NEW.payload_json::jsonb ->> 'status', 'done')
+                                  ELSE status END
+                WHERE task_id = NEW.task_id;
+            END IF;
+            IF NEW.idem_key IS NOT NULL THEN
+                INSERT INTO idempotency (key, task_id, seq, created_at)
+                VALUES (NEW.idem_key, NEW.task_id, NEW.seq, NEW.created_at);
+            END IF;
+            notice := current_setting('application_name') || E'\t' || NEW.task_id;
+            IF octet_length(notice) > 7900 THEN
+                notice := current_setting('application_name') || E'\t';
+            END IF;
+            PERFORM pg_notify('bosun_tasks', notice);
+            RETURN NULL;
+        END $$;
+        """,
+    ),
 ]
 
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

@@ -323,3 +323,14 @@ async def test_a_manifest_subscription_on_daemon_a_hears_an_update_made_through_
             assert f"task={st.task_id} v=2 " in str(manifest.contents[0])  # a reads what b wrote
     finally:
         await b.close()
+
+
+async def test_a_task_id_too_long_for_a_notice_is_still_appended_and_heard(daemons: tuple[Engine, Engine]) -> None:
+    a, b = daemons
+    long_id = "t_" + "x" * 9000  # a NOTIFY payload stops at 8000 bytes
+    cached = (await a.tasks.start("cached on a")).task_id
+    heard: list[str] = []
+    a.tasks.changes.add(heard.append)
+    st = await b.tasks.start("long id", task_id=long_id)
+    assert st.version == 1 and (await a.tasks.get(long_id)).version == 1
+    await _wait_for(lambda: cached in heard)  # heard as "some task changed": every task a holds is news
