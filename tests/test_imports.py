@@ -94,3 +94,18 @@ def test_cli_and_hook_paths_import_no_heavy_module() -> None:
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_bridge_fast_path_reads_stdio_arguments_as_the_full_parser_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bosun stdio`` skips the parser of every command: the same home and daemon arguments, and anything it
+    does not know (``--standalone``, ``--help``, a typo) still goes to the full parser."""
+    from bosun.server.cli import bridge_args, build_parser
+
+    monkeypatch.setenv("BOSUN_HOME", "/tmp/bosun-from-env")
+    assert bridge_args([]) == (Path("/tmp/bosun-from-env"), [])
+    home, extra = bridge_args(["--policies", "docs", "--home=~/h"]) or (None, None)
+    assert home == Path("~/h").expanduser() and extra == ["--policies", str(Path("docs").resolve())]
+    for other in (["--standalone"], ["--help"], ["--hom", "x"], ["--home"]):
+        assert bridge_args(other) is None
+    parsed = build_parser().parse_args(["stdio", "--home", "/h", "--policies", "docs"])
+    assert parsed.home == "/h" and parsed.policies == ["docs"] and not parsed.standalone
