@@ -3,7 +3,8 @@
 Collecting a body as a list of chunks and joining it holds it twice at the peak (the chunks and
 the joined bytes); a 100 MB observe then cost 200 MB before any parser saw it. Past
 ``SPOOL_ABOVE`` the chunks go to a file under ``$BOSUN_HOME/spool`` instead (the page cache, not
-this process's memory), and the body comes back as one ``bytes`` object of exactly its size. The
+this process's memory), and are handed on from there a piece at a time, so the one copy the app
+makes (the SDK collects the body itself) is the only one this side of the parser. The
 file is unlinked as soon as it is created (``tempfile.TemporaryFile``), so nothing is left behind,
 even after a crash. Small bodies never touch the disk.
 """
@@ -13,15 +14,15 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
-import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO
 
 log = logging.getLogger("bosun.http")
 
 SPOOL_ABOVE = 1 << 20  # bytes: a body larger than this is spooled (below it, the copy costs less than a file)
+READ_PIECE = 1 << 20  # bytes: a spooled body is handed on in pieces of this size
 TRIM_ABOVE = 16 << 20  # bytes: after a request body this large, freed heap pages go back to the OS
 
 
@@ -83,16 +84,19 @@ class BodyBuffer:
             self.spool_dir = None
             return None
 
-    def body(self) -> bytes:
-        """The whole body as one object (a single chunk is handed on as it is, without a copy)."""
+    def pieces(self) -> Iterator[bytes]:
+        """The body, in order: a small one as one object (a single chunk as it came, without a copy), a
+        spooled one read back ``READ_PIECE`` bytes at a time, so this buffer never holds it whole:
+        the app that reads it makes its own copy, and the body is not held twice."""
         if self._file is None:
             chunks, self._chunks = self._chunks, []
-            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            yield chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            return
         try:
             self._file.flush()
             self._file.seek(0)
-            data = os.read(self._file.fileno(), self.size) if self.size < (1 << 31) else self._file.read()
-            return data if len(data) == self.size else data + self._file.read()
+            while piece := self._file.read(READ_PIECE):
+                yield piece
         finally:
             self.close()
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -200,34 +200,34 @@ class HttpGuard:
             await _refuse(send, 413, _too_large(f"is {int(declared):,} bytes", limit))
             return
         buffer = BodyBuffer(self.spool_dir)
-        depth = DepthLimit(MAX_DEPTH)  # measured while it arrives: a body too deep is refused before the rest is read
         try:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    return
-                chunk = message.get("body", b"")
-                if buffer.size + len(chunk) > limit:
-                    await _refuse(send, 413, _too_large("is over that", limit))
-                    return
-                depth.feed(chunk)
-                if depth.exceeded:
-                    await _refuse(send, 400, f"JSON nested deeper than {MAX_DEPTH} levels")
-                    return
-                buffer.add(chunk)
-                if not message.get("more_body", False):
-                    break
-            body = buffer.body()
+            if await self._receive_body(buffer, receive, send, limit):
+                # on piece by piece, not kept here: the app's copy is the only one
+                await self.app(scope, _replay(buffer.pieces(), receive), send)
         finally:
             buffer.close()
-        size = len(body)
-        replay = _replay(body, receive)
-        del body  # handed on once; held from here by the app alone, so it is freed when the app lets go
-        try:
-            await self.app(scope, replay, send)
-        finally:
-            if size > TRIM_ABOVE:  # the call's copies of a huge body are freed now: return the pages
+            if buffer.size > TRIM_ABOVE:  # the call's copies of a huge body are freed now: return the pages
                 await asyncio.to_thread(release_freed_memory)
+
+    async def _receive_body(self, buffer: BodyBuffer, receive: Any, send: Any, limit: int) -> bool:
+        """Read the body into ``buffer``, measuring it as it arrives; False once it was refused (or the
+        client left). A body too large or too deep is refused before the rest is read."""
+        depth = DepthLimit(MAX_DEPTH)
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return False
+            chunk = message.get("body", b"")
+            if buffer.size + len(chunk) > limit:
+                await _refuse(send, 413, _too_large("is over that", limit))
+                return False
+            depth.feed(chunk)
+            if depth.exceeded:
+                await _refuse(send, 400, f"JSON nested deeper than {MAX_DEPTH} levels")
+                return False
+            buffer.add(chunk)
+            if not message.get("more_body", False):
+                return True
 
     def _header_problem(self, headers: dict[bytes, bytes]) -> tuple[int, str] | None:
         if not self.loopback:
@@ -278,17 +278,19 @@ class DepthLimit:
         return self._scanning and self.scan.deepest > self.limit
 
 
-def _replay(body: bytes, receive: Any) -> Callable[[], Awaitable[dict[str, Any]]]:
-    """A ``receive`` that hands the buffered body once, then defers to the real one (disconnects).
+def _replay(pieces: Iterator[bytes], receive: Any) -> Callable[[], Awaitable[dict[str, Any]]]:
+    """A ``receive`` that hands on the buffered body's pieces, then defers to the real one (disconnects).
 
-    It keeps no reference after handing the body on: a 100 MB body is not held a second time
-    for as long as the request runs."""
-    held = [body]
+    It keeps no piece after handing it on: a 100 MB body is not held a second time for as
+    long as the request runs."""
+    upcoming: bytes | None = next(pieces, b"")
 
     async def replay() -> dict[str, Any]:
-        if held:
-            return {"type": "http.request", "body": held.pop(), "more_body": False}
-        return dict(await receive())
+        nonlocal upcoming
+        if upcoming is None:
+            return dict(await receive())
+        piece, upcoming = upcoming, next(pieces, None)
+        return {"type": "http.request", "body": piece, "more_body": upcoming is not None}
 
     return replay
 
