@@ -105,7 +105,7 @@ class Started:
         while time.monotonic() < deadline:
             line = self.proc.stdout.readline()
             if not line:
-                raise RuntimeError(f"{self.proc.args} closed stdout before answering: {''.join(self.stderr_tail)}")
+                raise RuntimeError(f"{self.proc.args!r} closed stdout before answering: {''.join(self.stderr_tail)}")
             try:
                 message = json.loads(line)
             except ValueError:
