@@ -176,7 +176,7 @@ def probability(op: OperatingPoint, feats: dict[str, float]) -> float:
 
 
 def admissible(op: OperatingPoint, feats: dict[str, float], p: float, threshold: float,
-               solo_bg_z: float | None = None) -> bool:
+               solo_bg_z: float | None = None, everyday_gap: bool = True) -> bool:
     """Route this candidate? Its probability must reach the threshold, and evidence must corroborate.
 
     One shared word is not evidence of relevance ("plan a trip" shares "plan" with a deploy policy's
@@ -188,6 +188,10 @@ def admissible(op: OperatingPoint, feats: dict[str, float], p: float, threshold:
     request). Two words that share only a body paragraph (``pair``) need the second test alone; a
     candidate whose shared words all sit inside quotation marks (``mention``) is rejected. The gate
     is monotone: it can only remove hits the logistic model admitted.
+
+    ``everyday_gap`` False drops the second test (``bg_gap``): for a corpus whose documents serve
+    everyday requests (a tool list: weather, travel, shopping), reading like an everyday request is
+    not evidence that nothing fits.
     """
     if p < threshold:
         return False
@@ -205,8 +209,8 @@ def admissible(op: OperatingPoint, feats: dict[str, float], p: float, threshold:
         # two words share one body paragraph but not the surface: a paragraph mentions many things
         # ("model" and "running" in an ML policy), so the prompt must also read closer to the document
         # than to every background request
-        return feats["bg_gap"] > 0.0
-    return feats["bg_z"] >= gate and feats["bg_gap"] > 0.0
+        return feats["bg_gap"] > 0.0 or not everyday_gap
+    return feats["bg_z"] >= gate and (feats["bg_gap"] > 0.0 or not everyday_gap)
 
 
 def separability(surface_vecs: npt.NDArray[np.float32]) -> float:

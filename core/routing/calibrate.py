@@ -54,10 +54,14 @@ class Levels:
     next: float = NEXT_LEVEL
     clause_threshold: float = CLAUSE_THRESHOLD_LEVEL
     clause_gate: float = CLAUSE_GATE_LEVEL
+    # the one-word gate also asks that the prompt read closer to the document than to every background
+    # prompt (abstain.admissible's ``everyday_gap``); off for corpora that serve everyday requests
+    everyday_gap: bool = True
 
-    def as_dict(self) -> dict[str, float]:
+    def as_dict(self) -> dict[str, float | bool]:
         return {"threshold": self.threshold, "gate": self.gate, "next": self.next,
-                "clause_threshold": self.clause_threshold, "clause_gate": self.clause_gate}
+                "clause_threshold": self.clause_threshold, "clause_gate": self.clause_gate,
+                "everyday_gap": self.everyday_gap}
 
 
 ROUTE_LEVELS = Levels()
@@ -93,7 +97,7 @@ class SelfCalibration:
         return (f"self-calibrated on this corpus: threshold {self.threshold:.2f}, "
                 f"one-word gate {self.solo_bg_z:.1f}, second document {self.next_threshold:.2f}{clause}")
 
-    def as_dict(self) -> dict[str, float | int | dict[str, float]]:
+    def as_dict(self) -> dict[str, float | int | dict[str, float | bool]]:
         return {"threshold": round(self.threshold, 3), "solo_bg_z": round(self.solo_bg_z, 2),
                 "next_threshold": round(self.next_threshold, 3), "background_prompts": self.n_background,
                 "null_p_median": round(self.null_p_median, 3), "null_bg_z_median": round(self.null_bg_z_median, 2),

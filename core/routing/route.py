@@ -782,7 +782,7 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
           top_k: int | None = None, use_lexical: bool = True, use_semantic: bool = True,
           threshold: float | None = None, solo_bg_z: float | None = None,
           calibrated: bool = True, clause_vecs: Sequence[tuple[str, npt.NDArray[np.float32]]] = (),
-          clause_mode: str = CLAUSE_MODE) -> RouteResult:
+          clause_mode: str = CLAUSE_MODE, calibration: SelfCalibration | None = None) -> RouteResult:
     """Rank, then admit the fused-order candidates the relevance decision accepts (at most top_k).
 
     ``calibrated`` (the default): the threshold and the one-word gate come from the index's
@@ -793,9 +793,11 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     a prompt of its own; its best document, when the same decision admits it at the clause bar of the
     self-calibration (never below the prompt's first-document bar), fills a free slot, also when the
     whole prompt abstained (``_clause_hits``): a two-intent prompt gets a document per intent.
+
+    ``calibration``: the same index's null read at other levels (``SelfCalibration.at``; the Tool Compass).
     """
     k = op.top_k if top_k is None else top_k
-    cal = index.calibration if calibrated else None
+    cal = (calibration or index.calibration) if calibrated else None
     thr = threshold if threshold is not None else (cal.threshold if cal else op.threshold)
     next_thr = threshold if threshold is not None else (cal.next_threshold if cal else thr)
     explicit_gate = solo_bg_z
@@ -803,13 +805,14 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
         solo_bg_z = cal.solo_bg_z
     if len(index) == 0 or k <= 0:
         return RouteResult([], True, 0.0)
+    gap = cal.levels.everyday_gap if cal is not None else True
     sc = score(index, prompt, qvec, op.rrf_k, use_lexical, use_semantic)
     hits: list[Hit] = []
     rejected = 0.0
     for doc in sc.order[: k + 1].tolist():
         feats = decision_features(sc, doc)
         p = probability(op, feats)
-        if not admissible(op, feats, p, next_thr if hits else thr, solo_bg_z) or len(hits) >= k:
+        if not admissible(op, feats, p, next_thr if hits else thr, solo_bg_z, gap) or len(hits) >= k:
             rejected = max(rejected, p)
             continue
         hits.append(_hit(index, sc, doc, prompt, p, use_semantic))
@@ -819,7 +822,7 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
             cal.clause_threshold if cal is not None and cal.clause_threshold is not None else thr)
         cgate = (cal.clause_solo_bg_z if explicit_gate is None and cal is not None
                  and cal.clause_solo_bg_z is not None else solo_bg_z)
-        for extra in _clause_hits(index, op, clause_vecs, taken, cthr, cgate, use_lexical, use_semantic):
+        for extra in _clause_hits(index, op, clause_vecs, taken, cthr, cgate, use_lexical, use_semantic, gap):
             if len(hits) < k and extra.name not in taken:
                 hits.append(extra)
                 taken.add(extra.name)
@@ -828,7 +831,7 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
 
 def _clause_hits(index: PolicyIndex, op: OperatingPoint, clause_vecs: Sequence[tuple[str, npt.NDArray[np.float32]]],
                  taken: set[str], thr: float, solo_bg_z: float | None, use_lexical: bool,
-                 use_semantic: bool) -> list[Hit]:
+                 use_semantic: bool, gap: bool = True) -> list[Hit]:
     """Each clause's best document not yet routed, when the decision admits it as a first hit; best first.
 
     Each clause is judged exactly as a prompt of its own (same features, same calibrated bar for a
@@ -847,7 +850,7 @@ def _clause_hits(index: PolicyIndex, op: OperatingPoint, clause_vecs: Sequence[t
             continue
         feats = decision_features(sc, doc)
         p = probability(op, feats)
-        if admissible(op, feats, p, thr, solo_bg_z) and (name not in found or p > found[name].score):
+        if admissible(op, feats, p, thr, solo_bg_z, gap) and (name not in found or p > found[name].score):
             found[name] = _hit(index, sc, doc, text, p, use_semantic)
     return sorted(found.values(), key=lambda h: -h.score)
 
