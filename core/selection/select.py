@@ -62,9 +62,11 @@ class Params:
     hop_head_terms: int = 3  # a candidate's first distinct terms: what it is about
     overlap_threshold: float = 0.6  # similarity to context beyond which hybrid penalises (and "redundant" is said)
     overlap_penalty: float = 4.0
-    # hybrid: the first pick is chosen among this many best-scoring candidates by its score plus the best
-    # score a second pick would then have (a one-step look-ahead: the pair that fits the budget and
-    # answers the goal together, e.g. a multi-hop question's bridge passage); 0: plain greedy
+    # hybrid: when the best candidate leaves room for a useful second pick, the first pick is chosen among
+    # this many best-scoring candidates by its score plus the best score a second pick would then have
+    # (a one-step look-ahead: the pair that fits the budget and answers the goal together, e.g. a multi-hop
+    # question's bridge passage); 0: plain greedy (the default: +1.7 points on HotpotQA tune, within the
+    # noise, for ~0.5 ms more per call at 200 candidates; bench/select_multihop.py)
     lookahead: int = 0
     # hybrid: a candidate a pick names (its subject is in the pick's text, the multi-hop link) is not
     # redundant with that pick: the overlap penalty shrinks by the link's strength (1 = fully named)
@@ -431,7 +433,12 @@ class _Run:
         left = remaining - self.tokens[firsts]
         follow[dup | (self.tokens[:, None] > left[None, :])] = -np.inf
         follow[firsts, np.arange(k)] = -np.inf
-        value = fits[firsts] + np.maximum(follow.max(axis=0), 0.0)
+        nxt = follow.max(axis=0)
+        if not nxt[0] > 0.0:
+            # the greedy choice fills the budget (or nothing useful follows it): a pair is not traded for it,
+            # or two short items would always beat one that answers alone (WiCE 1x lost 12 points that way)
+            return int(firsts[0])
+        value = fits[firsts] + np.maximum(nxt, 0.0)
         return int(firsts[int(value.argmax())])
 
     def _nearest(self, idx: Sequence[int] | npt.NDArray[np.int64], before: bool = False) -> tuple[npt.NDArray[np.int64], F32]:

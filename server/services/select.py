@@ -31,7 +31,7 @@ Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 # select_context's ``options``: the rarely used knobs, off the tool listing (docs/select_context.md)
 OPTION_TYPES: dict[str, tuple[type, ...]] = {
     "mmr_lambda": (int, float), "max_items": (int,), "min_relevance": (int, float),
-    "relevance_floor": (int, float), "show_rejected": (int,), "include_text": (bool,),
+    "relevance_floor": (int, float), "show_rejected": (int,), "include_text": (bool,), "lookahead": (int,),
 }
 
 
@@ -54,7 +54,8 @@ def options_params(options: Any, iterative: Any = True) -> tuple[Params, int, bo
     show = options.get("show_rejected", 5)
     if show < 0:
         raise InvalidInput("options.show_rejected", f"{show} is negative", "a count >= 0")
-    knobs = {k: options[k] for k in ("mmr_lambda", "max_items", "min_relevance", "relevance_floor") if k in options}
+    knobs = {k: options[k] for k in ("mmr_lambda", "max_items", "min_relevance", "relevance_floor", "lookahead")
+             if k in options}
     params = replace(Params(), iterative=iterative, **knobs)
     try:
         params.check()
