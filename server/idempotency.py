@@ -28,7 +28,7 @@ import json
 import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mcp import MCPError
@@ -60,10 +60,59 @@ def call_key(params: Any) -> str | None:
 
 
 def fingerprint(params: Any) -> str:
-    """The call a key was first used for: tool name and arguments, canonical JSON hashed."""
+    """The call a key was first used for: tool name and arguments, canonical JSON hashed.
+
+    The canonical JSON is hashed piece by piece, so a 100 MB ``result`` is never written out as
+    one more text (and then its UTF-8): the pieces are the same bytes ``json.dumps`` would make."""
     body = {"name": params.get("name"), "arguments": params.get("arguments") or {}}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()
+    digest = hashlib.sha256()
+    for piece in _canonical_pieces(body):
+        digest.update(piece.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+BIG_TEXT = 1 << 20  # characters: a string this long is escaped and hashed a slice at a time
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _canonical_pieces(value: Any) -> Iterator[str]:
+    """``_canonical(value)`` in pieces: whole for a value without a big string, else opened up."""
+    if isinstance(value, str):
+        if len(value) <= BIG_TEXT:
+            yield _canonical(value)
+            return
+        yield '"'
+        for at in range(0, len(value), BIG_TEXT):  # escaping is per character: slices escape the same
+            yield _canonical(value[at:at + BIG_TEXT])[1:-1]
+        yield '"'
+    elif isinstance(value, dict) and _holds_big_text(value):
+        yield "{"
+        for i, key in enumerate(sorted(value)):
+            yield ("," if i else "") + _canonical(key) + ":"
+            yield from _canonical_pieces(value[key])
+        yield "}"
+    elif isinstance(value, list) and _holds_big_text(value):
+        yield "["
+        for i, item in enumerate(value):
+            if i:
+                yield ","
+            yield from _canonical_pieces(item)
+        yield "]"
+    else:
+        yield _canonical(value)
+
+
+def _holds_big_text(value: Any) -> bool:
+    if isinstance(value, str):
+        return len(value) > BIG_TEXT
+    if isinstance(value, dict):
+        return all(isinstance(k, str) for k in value) and any(_holds_big_text(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_holds_big_text(v) for v in value)
+    return False
 
 
 def _tool_error(text: str) -> CallToolResult:

@@ -315,3 +315,21 @@ async def test_a_call_waits_for_a_slot_only_when_all_are_taken_and_is_refused_pa
     assert refused.is_error and "busy" in refused.content[0].text and "nothing was applied" in refused.content[0].text
     assert answers == ["first"]
     assert await admission.run(None, quick) == "second"  # type: ignore[arg-type]
+
+
+def test_the_fingerprint_of_a_call_with_a_huge_argument_is_the_hash_of_its_canonical_json(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import hashlib
+    import json
+    import random
+
+    from bosun.server import idempotency
+
+    monkeypatch.setattr(idempotency, "BIG_TEXT", 5)  # every string over 5 characters is hashed in slices
+    rng = random.Random(3)
+    for _ in range(300):
+        arguments = {"result": _nested(rng, 0), "tool": 'té"x\\\n' * rng.randint(0, 3), "n": [1, 2.5, None, True]}
+        params = {"name": "observe", "arguments": arguments}
+        text = json.dumps({"name": "observe", "arguments": arguments}, sort_keys=True, separators=(",", ":"),
+                          ensure_ascii=False, default=str)
+        assert idempotency.fingerprint(params) == hashlib.sha256(text.encode()).hexdigest()
