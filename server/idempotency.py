@@ -257,7 +257,8 @@ class Idempotency:
         if key is None or store is None:  # no key, or engine not open (nothing can be applied either)
             return await call_next(ctx)
         params = ctx.params if isinstance(ctx.params, dict) else {}
-        print_ = fingerprint(params)
+        # a huge argument is hashed on a thread (~2 s for 100 MB), in slices the loop can run between
+        print_ = await asyncio.to_thread(fingerprint, params) if _holds_big_text(params) else fingerprint(params)
         lock, users = self._inflight.get(key, (asyncio.Lock(), 0))
         self._inflight[key] = (lock, users + 1)
         try:
