@@ -433,3 +433,14 @@ def test_rejections_are_written_out_when_read_and_stay_the_same() -> None:
     assert sel.rejected_total == len(CANDS) + 2 - len(sel.selected)
     first = sel.rejected
     assert first and sel.rejected is first and {r.reason for r in first} <= {"redundant", "over_budget", "irrelevant"}
+
+
+def test_options_carry_the_look_ahead() -> None:
+    from bosun.server.services.select import options_params
+
+    params, _, _ = options_params({"lookahead": 5})
+    assert params.lookahead == 5 and Params().lookahead == 0
+    with pytest.raises(InvalidInput, match=r"options\.lookahead"):
+        options_params({"lookahead": -2})
+    with pytest.raises(InvalidInput, match=r"options\.lookahead"):
+        options_params({"lookahead": "5"})
