@@ -76,6 +76,24 @@ class Rule:
         return tuple(out)
 
     @functools.cached_property
+    def next_bytes(self) -> dict[bytes, np.ndarray]:
+        """For a regex needle: anchor -> which bytes may follow it in a match (256 booleans).
+
+        Found once per rule by partial matching (``regex``): ``gh`` is followed by one of
+        ``pousri`` in either case. ``_hits`` checks that byte for all occurrences in one numpy
+        step, so the regex confirms only the few that pass. Anchors any byte may follow are absent.
+        """
+        import regex
+
+        rx = regex.compile("|".join(self.needles).encode(), regex.IGNORECASE)
+        out: dict[bytes, np.ndarray] = {}
+        for lit in self.anchors:
+            ok = np.array([rx.fullmatch(lit + bytes([b]), partial=True) is not None for b in range(256)])
+            if not ok.all():
+                out[lit] = ok
+        return out
+
+    @functools.cached_property
     def literals(self) -> tuple[bytes, ...]:
         """Byte literals checked with ``in`` (a memchr-speed scan) before any regex runs."""
         if self.quick:
@@ -547,7 +565,13 @@ class Redactor:
         if rule.quick_regex or not rule.literals:  # a regex needle: confirm it at each occurrence of its prefix
             match = rule.prefilter_ci.match
             for lit in rule.anchors:
-                hits += [i for i in found.get(lit, ()) if match(data, i)]
+                occ = found.get(lit, ())
+                allowed = rule.next_bytes.get(lit) if len(occ) > _FEW else None
+                if allowed is not None:  # the byte after the prefix, for all occurrences at once
+                    after = np.asarray(occ, dtype=np.int64) + len(lit)
+                    after = after[after < len(data)]
+                    occ = (after[allowed[np.frombuffer(data, dtype=np.uint8)[after]]] - len(lit)).tolist()
+                hits += [i for i in occ if match(data, i)]
             return hits
         keep = rule.hit_filter
         for lit in rule.anchors:

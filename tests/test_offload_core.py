@@ -31,7 +31,7 @@ from bosun.core.offload.outline import (
     utf8_offset,
     utf8_tail_bytes,
 )
-from bosun.core.offload.query import error_signature, run_query
+from bosun.core.offload.query import branch_literals, compile_pattern, error_signature, run_query
 from bosun.core.task.ledger import ledger_of, parse_prices
 from bosun.core.tokens import estimate_tokens
 
@@ -303,3 +303,23 @@ def test_grep_on_ascii_bytes_finds_what_the_text_scan_finds() -> None:
     uni = "é\nfoo\nxé\n".encode()
     assert run_query(uni, "grep", pattern=r"\w\b").text == "1:é\n2:foo\n3:xé\n"
     assert run_query(data, "grep", pattern="line 4999", ignore_case=True).text == "5000:line 4999 ok\n"
+
+
+def test_grep_seeded_at_branch_literals_matches_a_full_scan() -> None:
+    """A pattern whose branches all start with a literal is tried only where a literal occurs; the
+    lines, matches and counts are those of a full finditer scan (multi-line matches included)."""
+    assert branch_literals(r"^FAILED|Traceback") == ["FAILED", "Traceback"]
+    assert branch_literals(r"\bdef\b|foo\.bar") == ["def", "foo.bar"]
+    for pattern in (r"(?i)error", r"[ab]c|d", r"a?b|c", r"x|(y)", r"Trace(?i)back", r"^$"):
+        assert branch_literals(pattern) is None, pattern
+    text = "".join(f"l{i} ok\n" if i % 7 else f"FAILED t{i}\nTraceback x\n" for i in range(2000)) + "ünï\n"
+    data = text.encode()
+    for pattern, ignore_case in ((r"^FAILED|Traceback", False), (r"failed|TRACEBACK", True),
+                                 (r"FAILED t\d+\nTrace|back", False), (r"ok|l1", False)):
+        rx = compile_pattern(pattern, ignore_case)
+        expected = [(m.start(), m.group()) for m in rx.finditer(text)]
+        got = run_query(data, "grep", pattern=pattern, ignore_case=ignore_case, max_matches=10_000)
+        lines = {text.count("\n", 0, s) + 1 for s, _ in expected}
+        assert got.extra["matches"] == len(lines), pattern
+        shown = [int(ln.split(":", 1)[0]) for ln in got.text.splitlines()]  # cut to max_tokens
+        assert shown and shown == sorted(lines)[: len(shown)], pattern

@@ -198,18 +198,152 @@ def scan_lines(text: str | bytes, rx: Any, deadline: float,
                limit: int = 1_000_000) -> tuple[list[tuple[int, int, Any]], bool]:
     """(line start, 1-based line number, match) for each line with a match, and whether the scan finished.
 
-    One engine scan over the whole text (no per-line Python loop), each search bounded by the
-    time left: a pattern that backtracks catastrophically stops at the deadline, never hangs.
-    ``text`` may be bytes (with a bytes pattern): offsets are then byte offsets, and the line
-    numbers are counted with numpy once the scan is over.
+    One engine scan over the whole text (no per-line Python loop), or, when every match must start
+    at a literal (``^FAILED|Traceback``), one engine entry at each occurrence of it; either way
+    bounded by the time left: a pattern that backtracks catastrophically stops at the deadline,
+    never hangs. ``text`` may be bytes (with a bytes pattern): offsets are then byte offsets.
     """
+    starts, complete = _scan_starts(text, rx, deadline, limit)
     if isinstance(text, bytes):
-        starts, complete = _scan_starts(text, rx, deadline, limit, b"\n")
         return _numbered(text, starts), complete
     out: list[tuple[int, int, Any]] = []
-    line_no = 1
-    counted_to = 0
-    line_end = -1  # end of the line of the last recorded match: later matches on it are skipped
+    line_no, counted_to = 1, 0
+    for start, m in starts:
+        line_no += text.count("\n", counted_to, start)
+        counted_to = start
+        out.append((start, line_no, m))
+    return out, complete
+
+
+MAX_SEEDS = 4_096  # literal occurrences up to which a grep matches at each of them instead of scanning
+_INLINE_FLAGS = re.compile(r"\(\?[-a-zA-OQ-Z^]")  # (?i), (?-i), (?x) ...; not (?: (?= (?P< (?<=
+_LITERAL_CHAR = re.compile(r"[A-Za-z0-9_ :/=,'\"<>!@#%&;~-]|\\[^A-Za-z0-9]")
+
+
+def branch_literals(pattern: str) -> list[str] | None:
+    r"""The literal each top-level branch of ``pattern`` starts with (after ``^`` or ``\b``), or None.
+
+    ``^FAILED|Traceback`` -> ``["FAILED", "Traceback"]``. Every match of such a pattern starts where
+    one of these literals occurs, so a scan can try the pattern only there. None when a branch
+    starts with anything else (a group, a class, a flag, a quantified character).
+    """
+    if _INLINE_FLAGS.search(pattern):  # a flag set mid-pattern could fold a literal's case
+        return None
+    out: list[str] = []
+    for branch in _top_level_branches(pattern):
+        i = 0
+        while branch.startswith(("^", "\\b"), i):
+            i += 1 if branch[i] == "^" else 2
+        lit: list[str] = []
+        while i < len(branch):
+            m = _LITERAL_CHAR.match(branch, i)
+            if m is None:
+                break
+            if m.end() < len(branch) and branch[m.end()] in "?*{+":  # quantified: not literal
+                break
+            lit.append(m.group()[-1])
+            i = m.end()
+        if not lit:
+            return None
+        out.append("".join(lit))
+    return out
+
+
+def _top_level_branches(pattern: str) -> list[str]:
+    """``pattern`` split at the ``|`` that are outside groups, classes and escapes."""
+    branches: list[str] = []
+    depth, start, i, in_class = 0, 0, 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            if pattern.startswith(("[]", "[^]"), i):  # a leading ] is a member
+                i += 2 if pattern[i + 1] == "]" else 3
+                continue
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == "|" and depth == 0:
+            branches.append(pattern[start:i])
+            start = i + 1
+        i += 1
+    branches.append(pattern[start:])
+    return branches
+
+
+def _seeds(hay: str | bytes, literals: list[str], ignore_case: bool) -> list[int] | None:
+    """Sorted offsets where one of ``literals`` occurs (case-folded when asked), or None past
+    MAX_SEEDS, or for a case-folded search of non-ASCII text (folding could change its length)."""
+    if ignore_case and not hay.isascii():
+        return None
+    if ignore_case:
+        hay = hay.lower()
+    found: set[int] = set()
+    for lit in literals:
+        needle: Any = lit.lower() if ignore_case else lit
+        if isinstance(hay, bytes):
+            needle = needle.encode()
+        i = hay.find(needle)
+        while i >= 0:
+            found.add(i)
+            if len(found) > MAX_SEEDS:
+                return None
+            i = hay.find(needle, i + 1)
+    return sorted(found)
+
+
+def _scan_seeded(text: Any, rx: Any, seeds: list[int], deadline: float,
+                 limit: int) -> tuple[list[tuple[int, Any]], bool]:
+    """``_scan_starts`` for a pattern whose matches can only start at ``seeds``: the same matches.
+
+    ``finditer`` returns, from where the last match ended, the leftmost position at which the
+    pattern matches; every match starts at a seed, so that is the first seed from there at which
+    ``match`` succeeds, with the same match (the engine tries the same alternatives in the same
+    order). One regex engine entry per seed instead of a scan of every character.
+    """
+    nl = "\n" if isinstance(text, str) else b"\n"
+    out: list[tuple[int, Any]] = []
+    pos, line_end = 0, -1
+    for c in seeds:
+        if c < pos:
+            continue
+        left = deadline - time.perf_counter()
+        if left <= 0:
+            return out, False
+        try:
+            m = rx.match(text, c, timeout=left)
+        except TimeoutError:
+            return out, False
+        if m is None:
+            continue
+        pos = max(m.end(), c + 1)  # never an empty match: every branch starts with a literal
+        if c <= line_end:
+            continue
+        out.append((text.rfind(nl, 0, c) + 1, m))
+        if len(out) >= limit:
+            return out, False
+        line_end = text.find(nl, c)
+        if line_end < 0:
+            break
+    return out, True
+
+
+def _scan_starts(text: Any, rx: Any, deadline: float, limit: int) -> tuple[list[tuple[int, Any]], bool]:
+    """``scan_lines`` without the line numbers: (line start, match) per matching line."""
+    pattern = rx.pattern if isinstance(rx.pattern, str) else rx.pattern.decode("ascii")
+    literals = branch_literals(pattern)
+    seeds = _seeds(text, literals, bool(rx.flags & regex.IGNORECASE)) if literals else None
+    if seeds is not None:
+        return _scan_seeded(text, rx, seeds, deadline, limit)
+    nl = "\n" if isinstance(text, str) else b"\n"
+    out: list[tuple[int, Any]] = []
+    line_end = -1
     left = deadline - time.perf_counter()
     if left <= 0:
         return out, False
@@ -217,35 +351,10 @@ def scan_lines(text: str | bytes, rx: Any, deadline: float,
         for m in rx.finditer(text, timeout=left):
             if m.start() <= line_end:
                 continue
-            start = text.rfind("\n", 0, m.start()) + 1
-            line_no += text.count("\n", counted_to, start)
-            counted_to = start
-            out.append((start, line_no, m))
+            out.append((text.rfind(nl, 0, m.start()) + 1, m))
             if len(out) >= limit:
                 return out, False
-            line_end = text.find("\n", m.start())
-            if line_end < 0:
-                break
-    except TimeoutError:
-        return out, False
-    return out, True
-
-
-def _scan_starts(data: bytes, rx: Any, deadline: float, limit: int, nl: bytes) -> tuple[list[tuple[int, Any]], bool]:
-    """``scan_lines`` without the line numbers: (line start, match) per matching line."""
-    out: list[tuple[int, Any]] = []
-    line_end = -1
-    left = deadline - time.perf_counter()
-    if left <= 0:
-        return out, False
-    try:
-        for m in rx.finditer(data, timeout=left):
-            if m.start() <= line_end:
-                continue
-            out.append((data.rfind(nl, 0, m.start()) + 1, m))
-            if len(out) >= limit:
-                return out, False
-            line_end = data.find(nl, m.start())
+            line_end = text.find(nl, m.start())
             if line_end < 0:
                 break
     except TimeoutError:
