@@ -134,10 +134,13 @@ def _stale(view: LexicalView) -> bool:
     return view.epoch != _EPOCH[0]
 
 
+@lru_cache(maxsize=32_768)
 def _titled(text: str) -> bool:
     """The text opens with a short heading line followed by a longer body (a title, a heading)."""
-    head, sep, body = text.partition("\n")
-    return bool(sep) and 0 < len(head.split()) <= 12 and len(body) > len(head)
+    cut = text.find("\n")
+    if cut <= 0 or len(text) - cut - 1 <= cut:
+        return False
+    return 0 < len(text[:cut].split()) <= 12
 
 
 class LexicalView:
@@ -283,10 +286,12 @@ class LexicalView:
         """``links_to`` from ``head_grid_weights`` into ``out`` (``present``: text ``i``'s term mask,
         length v + 1).
 
-        At most ``head_terms`` non-negative float32 terms per text, summed in float64 in
-        head order and rounded once: the same numbers as the bincount in ``links_to``.
+        At most ``head_terms`` non-negative float32 terms per text, summed in float32 in place
+        (within a float32 rounding of the bincount in ``links_to``).
         """
-        out[...] = np.add.reduce(weights * present[self.head_grid], axis=0, dtype=np.float64)
+        held = present[self.head_grid]
+        np.multiply(held, weights, out=held)
+        np.add.reduce(held, axis=0, out=out)
         out[i] = 0.0
         return out
 
