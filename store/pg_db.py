@@ -37,8 +37,13 @@ log = logging.getLogger("bosun.store.pg")
 
 POOL_MIN = 1
 POOL_MAX = 16
+BLOB_POOL_MAX = 4
 POOL_TIMEOUT_S = 10.0
 CONNECT_TIMEOUT_S = 10
+
+
+async def _no_flush_wait(conn: psycopg.AsyncConnection[Any]) -> None:
+    await conn.execute("SET synchronous_commit = off")
 
 
 def new_origin() -> str:
@@ -95,11 +100,15 @@ class PgDatabase:
     def __init__(self, url: str, origin: str | None = None, max_size: int = POOL_MAX) -> None:
         self.url = url
         self.origin = origin or new_origin()
-        self.pool = AsyncConnectionPool(
-            url, min_size=POOL_MIN, max_size=max_size, timeout=POOL_TIMEOUT_S, open=False,
-            kwargs={"autocommit": True, "application_name": self.origin, "connect_timeout": CONNECT_TIMEOUT_S},
-            name="bosun",
-        )
+        kwargs = {"autocommit": True, "application_name": self.origin, "connect_timeout": CONNECT_TIMEOUT_S}
+        self.pool = AsyncConnectionPool(url, min_size=POOL_MIN, max_size=max_size, timeout=POOL_TIMEOUT_S,
+                                        open=False, kwargs=kwargs, name="bosun")
+        # blob writes commit without waiting for the WAL flush: a blob is content-addressed and only matters
+        # once a journal event names it, and that event's own (synchronous) commit flushes the WAL through
+        # the blob's earlier commit record. A server crash can lose only blobs nothing durable points at yet;
+        # observe pays one flush, not two.
+        self.blob_pool = AsyncConnectionPool(url, min_size=POOL_MIN, max_size=BLOB_POOL_MAX, timeout=POOL_TIMEOUT_S,
+                                             open=False, kwargs=kwargs, configure=_no_flush_wait, name="bosun-blobs")
 
     async def open(self) -> None:
         """Connect once (an unreachable server is a StorageError at once, not after the pool's retries),
@@ -114,18 +123,22 @@ class PgDatabase:
             await migrate(first)
         try:
             await self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
+            await self.blob_pool.open(wait=True, timeout=CONNECT_TIMEOUT_S)
         except BaseException:
-            await self.pool.close()
+            await self.close()
             raise
 
     async def close(self) -> None:
+        await self.blob_pool.close()
         await self.pool.close()
 
     @asynccontextmanager
-    async def connection(self, operation: str, wrote: bool = False) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A pooled connection; driver failures leave as a StorageError (integrity errors pass through)."""
+    async def connection(self, operation: str, wrote: bool = False,
+                         blobs: bool = False) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection (``blobs``: from the blob writers' pool); driver failures leave as a
+        StorageError (integrity errors pass through)."""
         try:
-            async with self.pool.connection() as conn:
+            async with (self.blob_pool if blobs else self.pool).connection() as conn:
                 yield conn
         except PoolTimeout as exc:
             raise storage_error(exc, operation, False) from exc
@@ -153,8 +166,8 @@ class PgDatabase:
                 raise storage_error(exc, operation) from exc
         raise AssertionError("unreachable")
 
-    async def run(self, sql: str, params: Any = (), operation: str = "write to the store") -> None:
-        async with self.connection(operation, wrote=True) as conn:
+    async def run(self, sql: str, params: Any = (), operation: str = "write to the store", blobs: bool = False) -> None:
+        async with self.connection(operation, wrote=True, blobs=blobs) as conn:
             await conn.execute(sql, params, prepare=True)
 
 

@@ -64,9 +64,9 @@ class PgRefStore:
         now = time.time()
         if len(items) == 1 and len(items[0][0]) <= CHUNK:  # the common case: one statement, one round trip
             (view, media), digest = items[0], digests[0]
-            await self.db.run(_PUT_ONE, (digest, media, len(view), now, view), "store the payload")
+            await self.db.run(_PUT_ONE, (digest, media, len(view), now, view), "store the payload", blobs=True)
             return [make_ref(digest)]
-        async with self.db.connection("store the payload", wrote=True) as conn:
+        async with self.db.connection("store the payload", wrote=True, blobs=True) as conn:
             async with conn.transaction():
                 for (view, media), digest in zip(items, digests, strict=True):
                     n_chunks = max(1, -(-len(view) // CHUNK))

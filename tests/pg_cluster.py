@@ -111,7 +111,7 @@ def start_cluster() -> Cluster:
                     "--locale=C", "--no-sync"], user=user)
         port = _free_port()
         cluster = Cluster(datadir, bindir, port, user)
-        opts = (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off "
+        opts = (f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off "
                 "-c full_page_writes=off -c max_connections=200 -c shared_buffers=32MB")
         _run(cluster, [str(bindir / "pg_ctl"), "-D", str(datadir), "-o", opts, "-l", str(root / "log"),
                        "-w", "-t", str(START_TIMEOUT_S), "start"])

@@ -334,3 +334,17 @@ async def test_a_task_id_too_long_for_a_notice_is_still_appended_and_heard(daemo
     st = await b.tasks.start("long id", task_id=long_id)
     assert st.version == 1 and (await a.tasks.get(long_id)).version == 1
     await _wait_for(lambda: cached in heard)  # heard as "some task changed": every task a holds is news
+
+
+async def test_only_blob_writes_skip_the_flush_wait(pg_url: str, tmp_path: Path) -> None:  # noqa: F811
+    """Blobs commit without waiting for the WAL flush; the journal (which makes them durable) waits."""
+    from bosun.store.pg_db import PgDatabase
+
+    db = PgDatabase(pg_url)
+    await db.open()
+    try:
+        async with db.connection("check", blobs=True) as conn:
+            assert await (await conn.execute("SHOW synchronous_commit")).fetchone() == ("off",)
+        assert await db.fetch("SHOW synchronous_commit") == [("on",)]
+    finally:
+        await db.close()
