@@ -348,3 +348,18 @@ async def test_only_blob_writes_skip_the_flush_wait(pg_url: str, tmp_path: Path)
         assert await db.fetch("SHOW synchronous_commit") == [("on",)]
     finally:
         await db.close()
+
+
+async def test_the_listener_reconnects_and_reports_what_it_may_have_missed(daemons: tuple[Engine, Engine],
+                                                                           pg_url: str) -> None:  # noqa: F811
+    a, b = daemons
+    st = await a.tasks.start("held by a")
+    heard: list[str] = []
+    a.tasks.changes.add(heard.append)
+    with psycopg.connect(pg_url, autocommit=True) as raw:
+        ended = raw.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                            (a.store_set.tasks.db.origin + ":listen",)).fetchall()  # type: ignore[attr-defined]
+    assert ended == [(True,)]
+    await _wait_for(lambda: st.task_id in heard)  # reconnected: every task a holds is reported as changed
+    other = await b.tasks.start("written after the reconnect")
+    await _wait_for(lambda: other.task_id in heard)  # and b's writes are heard again
