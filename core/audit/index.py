@@ -16,12 +16,14 @@ import hashlib
 import math
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import bm25s
 import numpy as np
-from scipy import sparse
 
 from bosun.core.audit.claims import content_tokens, split_sentences
+
+if TYPE_CHECKING:  # bm25s and scipy load on first use: the server answers `initialize` before them (issue 15)
+    import bm25s
 
 _CHUNK_CACHE_MAX = 8192
 _INDEX_CACHE_MAX = 64
@@ -96,6 +98,8 @@ class SentenceIndex:
         lens = np.fromiter((len(r) for r in rows), dtype=np.int64, count=n)
         flat = np.fromiter((t for r in rows for t in r), dtype=np.int32, count=int(lens.sum()))
         row_of = np.repeat(np.arange(n, dtype=np.int32), lens)
+        from scipy import sparse
+
         presence = sparse.csr_matrix((np.ones(len(flat), dtype=np.float32), (row_of, flat)),
                                      shape=(n, max(1, len(self.vocab))))
         presence.sum_duplicates()
@@ -115,6 +119,8 @@ class SentenceIndex:
     def bm25(self) -> bm25s.BM25:
         """The bm25s retriever over the chunks (built on first use, then kept with the index)."""
         if self._bm25 is None:
+            import bm25s
+
             retriever = bm25s.BM25()
             rows = [r if r else [len(self.vocab)] for r in self.chunk_rows]  # an empty chunk gets a dummy token
             vocab = dict(self.vocab)
@@ -161,6 +167,8 @@ class SentenceIndex:
                     rows.append(tid)
                     cols.append(k)
                     vals.append(w)
+        from scipy import sparse
+
         q = sparse.csr_matrix((np.array(vals, dtype=np.float64), (np.array(rows, dtype=np.int64),
                                np.array(cols, dtype=np.int64))), shape=(self.presence_csr.shape[1], len(claims)))
         return np.asarray((self.presence_csr @ q).toarray(), dtype=np.float64)
