@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bosun.core.errors import Conflict, InvalidInput, NotFound
+from bosun.core.errors import Conflict, InvalidInput, NotFound, StorageError
 from bosun.core.redact import Redactor, redact_value
 from bosun.core.task.manifest import build_manifest
 from bosun.core.task.replay import apply_event, rebuild
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from bosun.server.engine import Engine
 
 HEAD_KINDS = {"head": "head_recorded", "contract": "contract_recorded", "rules": "rules_recorded"}
+UNVERSIONED_RETRIES = 64  # an unversioned write catches up and retries this often before it gives up
 MAX_TEXT = 4000  # characters in one constraint / decision / step / objective
 
 
@@ -245,14 +246,24 @@ class TaskService:
             if not batch:
                 return state
             key = _call_key()
-            try:
-                events = await store.append(task_id, batch, state.version, key)
-            except Conflict as exc:
-                # another process appended in between: catch up and report the real version
-                state = await self._fresh(task_id)
-                if expected_version is not None:
-                    raise VersionConflict(task_id, expected_version, state.version, state.seal) from exc
-                events = await store.append(task_id, batch, state.version, key)
+            attempts = 0
+            while True:
+                try:
+                    events = await store.append(task_id, batch, state.version, key)
+                    break
+                except Conflict as exc:
+                    # another process appended in between: catch up and report the real version
+                    state = await self._fresh(task_id)
+                    attempts += 1
+                    if expected_version is not None:
+                        raise VersionConflict(task_id, expected_version, state.version, state.seal) from exc
+                    if state.closed:
+                        raise InvalidInput("task_id", f"task {task_id} is closed ({state.status}); "
+                                           "it takes no more updates", "start a new task") from exc
+                    if attempts >= UNVERSIONED_RETRIES:  # a task written this fast by others: say so, lose nothing
+                        raise StorageError(f"append to task {task_id}",
+                                           f"{attempts} writes by other daemons landed first", True,
+                                           "call again") from exc
             for ev in events:
                 state = apply_event(state, ev)
             self._states[task_id] = state
