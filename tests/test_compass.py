@@ -158,3 +158,50 @@ async def test_first_route_reports_index_progress_to_a_listening_client(config: 
         res = await c.call_tool("route", {"prompt": "roll back the deploy"}, progress_callback=on_progress)
     assert not res.is_error
     assert messages and messages[0].startswith("route index")
+
+
+async def test_a_multi_intent_request_embeds_its_clauses_in_the_same_call(config: Config) -> None:
+    emb = CountingEmbedder()
+    engine = Engine(config, embedder_factory=lambda _c: emb)
+    await engine.open(watch_policies=False)
+    try:
+        compass = compass_of(engine)
+        await compass.rank("warm up", TOOLS)
+        emb.calls.clear()
+        prompt = "search flights from Boston to Denver, then check the weather forecast in Denver"
+        await compass.rank(prompt, TOOLS)
+        assert emb.calls[-1][0] == prompt and len(emb.calls[-1]) == 3  # the prompt and its two clauses, one call
+    finally:
+        await engine.close()
+
+
+def test_the_compass_decides_at_its_own_levels_without_the_everyday_gap() -> None:
+    """A tool list serves everyday requests: reading like one is no reason to recommend nothing."""
+    import numpy as np
+
+    from bosun.core.routing.abstain import SHIPPED, admissible
+    from bosun.core.routing.calibrate import ROUTE_LEVELS
+    from bosun.core.routing.route import build_index_with
+    from bosun.server.services.compass import COMPASS_LEVELS, ToolDoc, decide
+
+    assert not COMPASS_LEVELS.everyday_gap and ROUTE_LEVELS.everyday_gap
+    one_word = {"multi": 0.0, "mention": 0.0, "pair": 0.0, "bg_z": 5.0, "bg_gap": -0.05}
+    assert not admissible(SHIPPED, one_word, 0.9, 0.5, 3.0)  # route: closer to an everyday request
+    assert admissible(SHIPPED, one_word, 0.9, 0.5, 3.0, everyday_gap=False)
+    emb = HashEmbedder(64)
+    index = build_index_with([ToolDoc(t["name"], t["description"]).as_policy() for t in TOOLS], emb)
+    assert index.calibration is not None
+    prompt = "Search airline flights between two airports on a date"
+    qvec = emb.embed([prompt])[0]
+    loose = decide(index, prompt, qvec, levels=dataclasses_replace(COMPASS_LEVELS, threshold=0.0, gate=0.0))
+    assert loose.hits and loose.hits[0].name == "search_flights"
+    at = index.calibration.at(COMPASS_LEVELS)  # the list's own null, read at the compass's levels
+    assert at.solo_bg_z >= index.calibration.solo_bg_z and at.levels == COMPASS_LEVELS
+    assert index.calibration.levels == ROUTE_LEVELS  # the index's own calibration is left as it was
+    assert np.isfinite(loose.hits[0].score)
+
+
+def dataclasses_replace(obj: Any, **changes: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.replace(obj, **changes)
