@@ -45,7 +45,7 @@ def module_form(cmd: str) -> list[str]:
     return [sys.executable, "-P", "-m", "bosun.server.commands.run", "--session", "bench", "--", "bash", "-c", cmd]
 
 
-RUN_PY = str(Path(__file__).resolve().parents[1] / "server" / "commands" / "run.py")
+RUN_SCRIPT = str(Path(__file__).resolve().parents[1] / "server" / "commands" / "_run_script.py")
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
@@ -133,7 +133,7 @@ def main() -> int:
         py, imp = [], []
         for _ in range(args.rounds):
             py.append(timed([sys.executable, "-S", "-P", "-c", "pass"], env))
-            imp.append(timed([sys.executable, "-S", "-P", "-c", f"exec(open({RUN_PY!r}).read())"], env))
+            imp.append(timed([sys.executable, "-S", "-P", RUN_SCRIPT], env))  # loads run.py, exits: no command
         post = post_latency(home, daemon, args.rounds)
         lines.append(f"Where it goes (same run): `python -S -P -c pass` p50 {statistics.median(py):.1f} ms; loading "
                      f"run.py adds {statistics.median(imp) - statistics.median(py):.1f} ms; the daemon's "
