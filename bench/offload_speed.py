@@ -2,7 +2,7 @@
 
 1. observe of a 1 MB tool output vs (sha256 + one store put) of the same bytes (target: within 2x),
    paired call by call, each side in its own store;
-2. recall(grep) over a 1 MB stored payload, hash verification included (target: < 10 ms);
+2. recall(grep) over a 1 MB stored payload, hash verification included (target: <= 5 ms quiet, issue 15);
 3. ``bosun verify`` of a task with 1,000 refs (target: < 1 s).
 
 The 1 MB payload is real agent output (miniswe-dev trajectories, concatenated). Medians of
@@ -96,6 +96,7 @@ async def main() -> None:
         obs_cpu.append(time.process_time() - c0)
         assert ans["offloaded"]
     ratio = statistics.median(obs) / statistics.median(base)
+    cpu_ratio = statistics.median(obs_cpu) / statistics.median(base_cpu)
 
     # where observe's time goes (each stage alone, same bytes)
     from bosun.core.offload.offload import fast_tokens, get_mode
@@ -165,12 +166,12 @@ async def main() -> None:
         f"| sha256 + one store put (baseline, same run) | {ms(base)} | | |",
         f"| observe (redact, hash, store, outline, stub, journal) | {ms(obs)} | within 2x of baseline | "
         f"{ratio:.2f}x {'PASS' if ratio <= 2 else 'MISS'} |",
-        f"| CPU time, all threads: baseline / observe | {ms(base_cpu)} / {ms(obs_cpu)} | | "
-        f"{statistics.median(obs_cpu) / statistics.median(base_cpu):.2f}x |",
+        f"| CPU time, all threads: baseline / observe | {ms(base_cpu)} / {ms(obs_cpu)} | within 2x | "
+        f"{cpu_ratio:.2f}x {'PASS' if cpu_ratio <= 2 else 'MISS'} |",
         *([f"| observe paced {args.pause} s apart ({args.paced} calls): median / p90 / max | {ms(paced)} / "
            f"{paced[int(0.9 * len(paced))] * 1000:.2f} ms / {paced[-1] * 1000:.2f} ms | | |"] if paced else []),
-        f"| recall grep over 1 MB (fetch + sha256 verify + scan) | {ms(grep)} | < 10 ms | "
-        f"{'PASS' if statistics.median(grep) < 0.010 else 'MISS'} |",
+        f"| recall grep over 1 MB (fetch + sha256 verify + scan) | {ms(grep)} | <= 5 ms | "
+        f"{'PASS' if statistics.median(grep) <= 0.005 else 'MISS'} |",
         f"| grep scan alone (run_query on bytes in memory) | {ms(scan_only)} | | |",
         *[f"| observe stage: {name} | {ms(xs)} | | |" for name, xs in stages.items()],
         f"| bosun verify, 1,000 refs (read-only open, re-hash each) | {ms(ver)} | < 1 s | "
