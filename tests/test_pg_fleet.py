@@ -340,12 +340,7 @@ def _decisions_of(url: str, tasks: list[str]) -> tuple[Counter[str], list[str]]:
     return texts, gaps
 
 
-# Not strict: the failure needs a third write from the other daemon to land inside a short window, which
-# depends on the scheduler: at 8 writes per agent it failed in 2 of 3 runs on the loaded 2-core machine,
-# and 3 of 3 runs of an earlier version of the kill test that wrote one shared task (at 6 writes: 0 of 1).
-@pytest.mark.xfail(strict=False, reason="known issue: server/services/tasks.py append_many catches up and "
-                   "retries a write without based_on_version only once; a further write from the other daemon "
-                   "in between fails the call with a conflict. Remove this mark once it retries until it lands")
+# Both daemons write one task without a version: each write catches up and retries until it lands.
 async def test_writes_without_a_version_from_both_daemons_to_one_task_all_land(
         daemons: tuple[Daemon, Daemon]) -> None:
     a, b = daemons
