@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from bosun.server.config import Config
+if TYPE_CHECKING:  # the config module (dataclasses, inspect) loads only for commands that read it
+    from bosun.server.config import Config
 
 
 def config_of(args: argparse.Namespace) -> Config:
     """The command's configuration (set by ``bosun.server.cli.main``; parsed here when called directly)."""
+    from bosun.server.config import Config
+
     config = getattr(args, "bosun_config", None)
     if not isinstance(config, Config):
         home = getattr(args, "home", None)

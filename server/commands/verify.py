@@ -4,8 +4,9 @@ Every content address the task's journal points at (results, failures, file
 reads, head/contract texts, checkpoints) is read back and re-hashed. Prints
 ``{"lossless", "items_externalized", "items_verified", "items_missing",
 "integrity_violations"}`` and exits 1 on any missing or altered item (2 when the
-task or the database does not exist). The database is opened read-only, so it
-runs beside a live daemon (WAL lets readers in while it writes).
+task or the database does not exist). The SQLite database is opened read-only, so it
+runs beside a live daemon (WAL lets readers in while it writes); with ``BOSUN_DATABASE_URL``
+the shared PostgreSQL state is verified instead.
 """
 
 from __future__ import annotations
@@ -64,7 +65,10 @@ async def verify_refs(refs: Any, items: list[str]) -> dict[str, Any]:
     }
 
 
-async def verify_task(db_path: Path, task_id: str) -> tuple[int, dict[str, Any]]:
+async def verify_task(db_path: Path, task_id: str, database_url: str | None = None) -> tuple[int, dict[str, Any]]:
+    """Verify on SQLite (read-only, beside a live daemon) or, with ``database_url``, on PostgreSQL."""
+    if database_url:
+        return await _verify_on(database_url, db_path, task_id)
     import aiosqlite
 
     from bosun.store.refs import SQLiteRefStore
@@ -86,13 +90,31 @@ async def verify_task(db_path: Path, task_id: str) -> tuple[int, dict[str, Any]]
     return (0 if report["lossless"] else 1), out
 
 
+async def _verify_on(database_url: str, db_path: Path, task_id: str) -> tuple[int, dict[str, Any]]:
+    """The shared PostgreSQL state, through the same store factory the daemon uses."""
+    from bosun.store.backend import open_stores
+
+    stores = await open_stores(db_path, database_url)
+    try:
+        events = await stores.tasks.events(task_id)
+        if not events:
+            return 2, {"error": f"task not found: {task_id}", "database": stores.location}
+        report = await verify_refs(stores.refs, task_refs(events))
+    finally:
+        await stores.aclose()
+    out = {"task_id": task_id, **report}
+    if not out["missing"]:
+        out.pop("missing")
+    return (0 if report["lossless"] else 1), out
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
     from bosun.server.commands import config_of
 
-    home = config_of(args).home
-    code, out = asyncio.run(verify_task(home / "bosun.db", args.task))
+    config = config_of(args)
+    code, out = asyncio.run(verify_task(config.home / "bosun.db", args.task, config.database_url))
     print(json.dumps(out, sort_keys=False))
     if code == 2:
         print(out.get("error", "verify failed"), file=sys.stderr)
