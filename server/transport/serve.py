@@ -45,6 +45,7 @@ ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitab
 PUBLIC_PATHS = ("/healthz",)
 DEFAULT_MAX_BODY = 33 * 1024 * 1024  # two default-size payloads JSON-escaped, plus the envelope
 BODY_SPOOL_DIR = "spool"  # under BOSUN_HOME (0700): large request bodies wait there in unlinked 0600 files
+KEEP_ALIVE_S = 75  # idle HTTP keep-alive, seconds
 
 
 def body_limit(max_payload_bytes: int) -> int:
@@ -164,7 +165,10 @@ async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_
         if http:
             uv = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                               timeout_graceful_shutdown=0.5)  # type: ignore[arg-type]  # uvicorn takes a float
+                               timeout_graceful_shutdown=0.5,
+                               # longer than a client pool keeps an idle connection (httpx: 5 s), so a
+                               # client never reuses one the server has just closed
+                               timeout_keep_alive=KEEP_ALIVE_S)  # type: ignore[arg-type]  # uvicorn takes a float
             )
             # bosun handles SIGTERM/SIGINT itself (stopping stdio and HTTP together)
             uv.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
