@@ -1,4 +1,4 @@
-"""`bosun verify` on the shared PostgreSQL state: what a task offloaded is read back and re-hashed.
+"""`bosun verify` and `bosun health` on the shared PostgreSQL state (refs re-hashed, schema checked).
 
 Runs on the throwaway cluster of tests/pg_cluster.py (skips without one, fails under CI).
 """
@@ -40,3 +40,28 @@ async def test_verify_reads_back_every_ref_of_a_task_on_postgresql(tmp_path: Pat
         assert not (tmp_path / "a" / "bosun.db").exists()  # nothing was opened on SQLite
     finally:
         await engine.close()
+
+
+def test_health_checks_the_postgresql_store(pg_url: str) -> None:  # noqa: F811
+    from bosun.server.commands.health import check_postgres
+
+    empty = check_postgres(pg_url)
+    assert empty.state == "ok" and "no schema yet" in empty.detail
+    unreachable = check_postgres("postgresql://nobody@127.0.0.1:1/none")
+    assert unreachable.failed and "cannot reach" in unreachable.detail and "127.0.0.1" in unreachable.detail
+
+
+async def test_health_reads_the_migrated_postgresql_schema(tmp_path: Path, pg_url: str) -> None:  # noqa: F811
+    from bosun.server.commands.health import check_postgres
+    from bosun.store.pg_schema import PG_SCHEMA_VERSION
+
+    engine = Engine(Config(home=tmp_path / "h", database_url=pg_url, policy_poll_s=0),
+                    embedder_factory=lambda _c: HashEmbedder(64))
+    await engine.open(watch_policies=False)
+    try:
+        stats_store = engine.health()["store"]
+        assert stats_store["backend"] == "postgresql"
+    finally:
+        await engine.close()
+    check = check_postgres(pg_url)
+    assert check.state == "ok" and f"schema v{PG_SCHEMA_VERSION}" in check.detail

@@ -66,6 +66,34 @@ def check_store(db_path: Path) -> Check:
     return Check("store", "ok", f"schema v{applied}, {size / 1048576:.2f} MiB, quick_check ok")
 
 
+def check_postgres(url: str) -> Check:
+    """The shared PostgreSQL store: reachable, migrated, not newer than this bosun (read-only queries)."""
+    from bosun.store.pg_db import redact_url
+    from bosun.store.pg_schema import PG_SCHEMA_VERSION
+
+    shown = redact_url(url)
+    try:
+        import psycopg
+    except ImportError:
+        return Check("store", "failed", "BOSUN_DATABASE_URL is set but the driver is missing: "
+                                        "pip install 'bosun-mcp[postgres]'")
+    try:
+        with psycopg.connect(url, connect_timeout=5) as conn:
+            row = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL").fetchone()
+            if not row or not row[0]:
+                return Check("store", "ok", f"{shown}: no schema yet (the first `bosun serve` creates it)")
+            counted = conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()
+            size_row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    except psycopg.Error as exc:
+        return Check("store", "failed", f"cannot reach {shown}: {str(exc).strip().splitlines()[0]}")
+    applied = int(counted[0]) if counted else 0
+    if applied > PG_SCHEMA_VERSION:
+        return Check("store", "failed",
+                     f"schema v{applied} is newer than this bosun (v{PG_SCHEMA_VERSION}): upgrade bosun")
+    size = int(size_row[0]) if size_row else 0
+    return Check("store", "ok", f"PostgreSQL {shown}: schema v{applied}, {size / 1048576:.2f} MiB")
+
+
 def from_daemon(body: dict[str, Any], base: str) -> list[Check]:
     """The model and index checks as the daemon's /healthz reports them."""
     model = body.get("model") or {}
@@ -127,7 +155,8 @@ def checks(config: Any) -> list[Check]:
             raise DaemonUnreachable(f"{base}/healthz answered {status} {body.get('error') or ''}".strip())
     except DaemonUnreachable as exc:
         out = [Check("daemon", "failed", str(exc)), *offline(config)]
-    return [*out, check_store(config.db_path)]
+    store = check_postgres(config.database_url) if config.database_url else check_store(config.db_path)
+    return [*out, store]
 
 
 def exit_code(results: list[Check]) -> int:

@@ -158,15 +158,18 @@ class StatsService:
     def daemon(self) -> dict[str, Any]:
         health = self.engine.health(detail=True)
         cfg = self.engine.config
-        size = 0
-        for suffix in ("", "-wal", "-shm"):
-            try:
-                size += os.stat(f"{cfg.db_path}{suffix}").st_size
-            except OSError:
-                pass
+        size: int | None = None  # not read on PostgreSQL (the database is shared, its size is the operator's)
+        if not cfg.database_url:
+            size = 0
+            for suffix in ("", "-wal", "-shm"):
+                try:
+                    size += os.stat(f"{cfg.db_path}{suffix}").st_size
+                except OSError:
+                    pass
         recent = time.time() - 600
         health["store"] = {**health["store"], "bytes": size}
-        health["store"].pop("path", None)  # the page is shown to whoever holds the token: no paths
+        health["store"].pop("path", None)  # the page is shown to whoever holds the token: no paths,
+        health["store"].pop("url", None)  # and no database host or name
         health["sessions_recent"] = sum(1 for seen in self.sessions.values() if seen >= recent)
         health["started_at"] = self.engine.started_at
         return health

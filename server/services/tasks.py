@@ -242,7 +242,9 @@ class TaskService:
                 raise InvalidInput("task_id", f"task {task_id} is closed ({state.status}); it takes no more updates",
                                    "start a new task")
             if expected_version is not None and expected_version != state.version:
-                raise VersionConflict(task_id, expected_version, state.version, state.seal)
+                state = await self._fresh(task_id)  # another daemon may have written: judge on the journal
+                if expected_version != state.version:
+                    raise VersionConflict(task_id, expected_version, state.version, state.seal)
             if not batch:
                 return state
             key = _call_key()

@@ -173,7 +173,7 @@ function render(s) {
     ["status", d.status], ["version", d.version], ["uptime", dur(d.uptime_s)],
     ["model", `${d.model.id || "–"} (${d.model.state}${d.model.load_seconds ? `, loaded in ${d.model.load_seconds.toFixed(2)} s` : ""})`],
     ["route index", `${d.route_index.state}${d.route_index.documents ? `, ${d.route_index.documents} documents` : ""}`],
-    ["clients (10 min)", fmt(d.sessions_recent)], ["store", `${(d.store.bytes / 1048576).toFixed(2)} MiB, schema v${d.store.schema_version}`],
+    ["clients (10 min)", fmt(d.sessions_recent)], ["store", `${d.store.backend || "sqlite"}${d.store.bytes == null ? "" : `, ${(d.store.bytes / 1048576).toFixed(2)} MiB`}, schema v${d.store.schema_version}`],
   ];
   if (d.model.error) facts.push(["model error", d.model.error]);
   fill("daemon-facts", facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
