@@ -165,10 +165,10 @@ async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_
         if http:
             uv = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                               timeout_graceful_shutdown=0.5,
+                               timeout_graceful_shutdown=0.5,  # type: ignore[arg-type]  # uvicorn takes a float
                                # longer than a client pool keeps an idle connection (httpx: 5 s), so a
                                # client never reuses one the server has just closed
-                               timeout_keep_alive=KEEP_ALIVE_S)  # type: ignore[arg-type]  # uvicorn takes a float
+                               timeout_keep_alive=KEEP_ALIVE_S)
             )
             # bosun handles SIGTERM/SIGINT itself (stopping stdio and HTTP together)
             uv.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
