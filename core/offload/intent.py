@@ -16,9 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-import bm25s
 import numpy as np
-from bm25s.tokenization import Tokenized
 
 from bosun.core.text import STOPWORDS, stem
 from bosun.core.tokens import estimate_tokens
@@ -74,6 +72,9 @@ def _scores(docs: list[list[str]], query: list[str]) -> np.ndarray:
     candidates = [i for n, i in sorted((h for h in hits if h[0]), key=lambda h: -h[0])[:MAX_CANDIDATES]]
     if not candidates:
         return scores
+    import bm25s  # on first use: the server answers `initialize` before it loads (issue 15)
+    from bm25s.tokenization import Tokenized
+
     ids: dict[str, int] = {}
     corpus = Tokenized(ids=[[ids.setdefault(w, len(ids)) for w in docs[i]] for i in candidates], vocab=ids)
     model = bm25s.BM25()
