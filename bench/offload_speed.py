@@ -66,12 +66,12 @@ async def main() -> None:
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="bosun-speed-"))
     engine = Engine(Config(home=home, policies=[]), embedder_factory=lambda _c: HashEmbedder(8))
-    await engine.open()
+    await engine.open(watch_policies=False)  # observe never routes: no index build competing for the CPU
     # the baseline's puts go to a store of their own: in one database, each side's megabyte
     # would also grow the other's WAL and double how often either stalls on a checkpoint
     base_engine = Engine(Config(home=Path(tempfile.mkdtemp(prefix="bosun-base-")), policies=[]),
                          embedder_factory=lambda _c: HashEmbedder(8))
-    await base_engine.open()
+    await base_engine.open(watch_policies=False)
     svc = engine.observe
     tasks = engine.tasks
     tid = (await tasks.start(objective="speed")).task_id
