@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from bosun.core.errors import IntegrityError, InvalidInput, NotFound
 from bosun.store.pg_db import PgDatabase
-from bosun.store.refindex import split_ref
+from bosun.store.refindex import resolve_prefix
 from bosun.store.refs import PendingPut, RefInfo, make_ref, parse_ref
 
 CHUNK = 1 << 20
@@ -156,15 +156,7 @@ class PgRefIndex:
         self.db = db
 
     async def resolve(self, ref: str, field: str = "ref") -> str:
-        hexpart = split_ref(ref, field)
-        if len(hexpart) == 64:
-            return hexpart
-        rows = await self.complete(hexpart, 2)
-        if not rows:
-            raise NotFound("ref", f"mem://sha256:{hexpart}", "no stored payload has this prefix")
-        if len(rows) > 1:
-            raise InvalidInput(field, f"prefix {hexpart} matches several refs", "give more hex digits or the full ref")
-        return rows[0]
+        return await resolve_prefix(self, ref, field)
 
     async def complete(self, hexpart: str, limit: int) -> list[str]:
         rows = await self.db.fetch("SELECT sha256 FROM refs WHERE sha256 >= %s AND sha256 < %s ORDER BY sha256 "

@@ -9,7 +9,6 @@ NOTIFY to every other daemon on commit).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,10 +19,9 @@ from bosun.core.errors import Conflict
 from bosun.core.task.state import Event
 from bosun.store.idempotency import AlreadyApplied
 from bosun.store.pg_db import PgDatabase
-from bosun.store.tasks import NewEvent, TaskRow, dump_payload
+from bosun.store.tasks import NewEvent, TaskRow, event_rows
 
 STALE_SEQ = "BS001"  # raised by bosun_task_events_gap_free
-_MAX_ROWS = 5000
 
 
 class PgTaskStore:
@@ -42,18 +40,7 @@ class PgTaskStore:
                      idempotency_key: str | None = None) -> list[Event]:
         if not events:
             return []
-        if len(events) > _MAX_ROWS:
-            raise ValueError(f"at most {_MAX_ROWS} events per append")
-        now = time.time()
-        out = [
-            Event(task_id=task_id, seq=expected_version + i + 1, kind=e.kind, payload=dict(e.payload),
-                  agent=e.agent, created_at=now)
-            for i, e in enumerate(events)
-        ]
-        params: list[Any] = []
-        for i, ev in enumerate(out):
-            key = idempotency_key if i == len(out) - 1 else None
-            params += [ev.task_id, ev.seq, ev.kind, dump_payload(ev.payload), ev.agent, ev.created_at, key]
+        out, params = event_rows(task_id, events, expected_version, idempotency_key)
         sql = ("INSERT INTO task_events (task_id, seq, kind, payload_json, agent, created_at, idem_key) VALUES "
                + ",".join(["(%s, %s, %s, %s, %s, %s, %s)"] * len(out)))
         try:

@@ -47,6 +47,19 @@ class RefIndex(Protocol):
         ...
 
 
+async def resolve_prefix(index: RefIndex, ref: str, field: str = "ref") -> str:
+    """The one digest a full or short ref names, through ``index.complete`` (either backend)."""
+    hexpart = split_ref(ref, field)
+    if len(hexpart) == 64:
+        return hexpart
+    rows = await index.complete(hexpart, 2)
+    if not rows:
+        raise NotFound("ref", f"mem://sha256:{hexpart}", "no stored payload has this prefix")
+    if len(rows) > 1:
+        raise InvalidInput(field, f"prefix {hexpart} matches several refs", "give more hex digits or the full ref")
+    return rows[0]
+
+
 class SQLiteRefIndex:
     """Prefix lookup over the ``refs`` table (a range scan on its primary key).
 
@@ -58,15 +71,7 @@ class SQLiteRefIndex:
         self.conn = conn
 
     async def resolve(self, ref: str, field: str = "ref") -> str:
-        hexpart = split_ref(ref, field)
-        if len(hexpart) == 64:
-            return hexpart
-        rows = await self.complete(hexpart, 2)
-        if not rows:
-            raise NotFound("ref", f"mem://sha256:{hexpart}", "no stored payload has this prefix")
-        if len(rows) > 1:
-            raise InvalidInput(field, f"prefix {hexpart} matches several refs", "give more hex digits or the full ref")
-        return rows[0]
+        return await resolve_prefix(self, ref, field)
 
     async def complete(self, hexpart: str, limit: int) -> list[str]:
         upper = hexpart + "g"  # 'g' sorts after every hex digit

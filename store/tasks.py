@@ -109,6 +109,25 @@ def dump_payload(payload: Mapping[str, Any]) -> str:
     return json.dumps(dict(payload), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
 
 
+def event_rows(task_id: str, events: Sequence[NewEvent], expected_version: int,
+               idempotency_key: str | None) -> tuple[list[Event], list[Any]]:
+    """The events an append writes (seq after ``expected_version``) and their INSERT parameters, seven
+    per row; the idempotency key rides on the last row. Both backends insert exactly these."""
+    if len(events) > _MAX_ROWS:
+        raise ValueError(f"at most {_MAX_ROWS} events per append")
+    now = time.time()
+    out = [
+        Event(task_id=task_id, seq=expected_version + i + 1, kind=e.kind, payload=dict(e.payload),
+              agent=e.agent, created_at=now)
+        for i, e in enumerate(events)
+    ]
+    params: list[Any] = []
+    for i, ev in enumerate(out):
+        key = idempotency_key if i == len(out) - 1 else None
+        params += [ev.task_id, ev.seq, ev.kind, dump_payload(ev.payload), ev.agent, ev.created_at, key]
+    return out, params
+
+
 class SQLiteTaskStore:
     """Task journal in the bosun SQLite database (shared autocommit connection; reads on ``reader``).
 
@@ -150,18 +169,7 @@ class SQLiteTaskStore:
                      idempotency_key: str | None = None) -> list[Event]:
         if not events:
             return []
-        if len(events) > _MAX_ROWS:
-            raise ValueError(f"at most {_MAX_ROWS} events per append")
-        now = time.time()
-        out = [
-            Event(task_id=task_id, seq=expected_version + i + 1, kind=e.kind, payload=dict(e.payload),
-                  agent=e.agent, created_at=now)
-            for i, e in enumerate(events)
-        ]
-        params: list[Any] = []
-        for i, ev in enumerate(out):
-            key = idempotency_key if i == len(out) - 1 else None
-            params += [ev.task_id, ev.seq, ev.kind, dump_payload(ev.payload), ev.agent, ev.created_at, key]
+        out, params = event_rows(task_id, events, expected_version, idempotency_key)
         sql = ("INSERT INTO task_events (task_id, seq, kind, payload_json, agent, created_at, idem_key) VALUES "
                + ",".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(out)))
         try:

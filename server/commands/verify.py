@@ -84,10 +84,7 @@ async def verify_task(db_path: Path, task_id: str, database_url: str | None = No
         report = await verify_refs(SQLiteRefStore(conn), task_refs(events))
     finally:
         await conn.close()
-    out = {"task_id": task_id, **report}
-    if not out["missing"]:
-        out.pop("missing")
-    return (0 if report["lossless"] else 1), out
+    return _answer(task_id, report)
 
 
 async def _verify_on(database_url: str, db_path: Path, task_id: str) -> tuple[int, dict[str, Any]]:
@@ -102,6 +99,11 @@ async def _verify_on(database_url: str, db_path: Path, task_id: str) -> tuple[in
         report = await verify_refs(stores.refs, task_refs(events))
     finally:
         await stores.aclose()
+    return _answer(task_id, report)
+
+
+def _answer(task_id: str, report: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """Exit 0 when lossless, else 1; ``missing`` listed only when something is."""
     out = {"task_id": task_id, **report}
     if not out["missing"]:
         out.pop("missing")
