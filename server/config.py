@@ -74,6 +74,9 @@ class Config:
     # per-call deadline (issue 13): a call still running after it is answered with a timeout error naming
     # the tool (cancelled only before its journal write: a started write finishes); 0 turns it off
     call_timeout_s: float = 150.0  # BOSUN_CALL_TIMEOUT_S
+    # huge observe (issue 13): a result over this many bytes is observed from a file, outside the SDK's
+    # request path, with redaction and outline in a separate process (0: never)
+    big_observe_bytes: int = 8 * 1024 * 1024  # BOSUN_BIG_OBSERVE_BYTES
     # local telemetry (dashboard, stats): on by default, rotated, never prompt text or paths
     telemetry: bool = True  # BOSUN_TELEMETRY: on | off
     telemetry_path: Path | None = None  # BOSUN_TELEMETRY_PATH: the events file (default $BOSUN_HOME/telemetry.jsonl)
@@ -136,6 +139,7 @@ class Config:
             "session_idle_timeout_s": read.number("BOSUN_SESSION_IDLE_TIMEOUT_S", 600.0, float, minimum=1),
             "max_sessions": read.number("BOSUN_MAX_SESSIONS", 1000, int, minimum=1),
             "call_timeout_s": read.number("BOSUN_CALL_TIMEOUT_S", 150.0, float, minimum=0),
+            "big_observe_bytes": read.number("BOSUN_BIG_OBSERVE_BYTES", 8 * 1024 * 1024, int, minimum=0),
             "telemetry": read.choice("BOSUN_TELEMETRY", "on", ("on", "off")) == "on",
             "telemetry_path": read.path("BOSUN_TELEMETRY_PATH"),
             "cache_ttl_s": read.number("BOSUN_CACHE_TTL_S", 300.0, float, minimum=1),
