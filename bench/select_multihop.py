@@ -45,7 +45,7 @@ from bosun.core.selection.select import Params, select
 EXTRA = [Path("~/.cache/bosun-bench/select-vecs.npz").expanduser()]
 ROWS: list[tuple[str, str, Params]] = [
     ("baseline (similarity only)", "baseline", Params()),
-    ("hybrid before (no link exemption)", "hybrid", Params(linked_not_redundant=False)),
+    ("hybrid before (no goal links)", "hybrid", Params(goal_links=False)),
     ("**hybrid as shipped**", "hybrid", Params()),
     ("hybrid + look-ahead 5 (not shipped)", "hybrid", Params(lookahead=5)),
 ]

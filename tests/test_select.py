@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -444,3 +445,44 @@ def test_options_carry_the_look_ahead() -> None:
         options_params({"lookahead": -2})
     with pytest.raises(InvalidInput, match=r"options\.lookahead"):
         options_params({"lookahead": "5"})
+
+
+def _comparison_pool() -> Pool:
+    """A comparison question naming two titled documents; a third shares part of one title and is
+    closer to the goal in meaning (the distractor a pick by similarity and term overlap prefers)."""
+    goal = "Which band had more members, Screaming Trees or Letters to Cleo?"
+    cands = [
+        "Letters to Cleo\nLetters to Cleo are an alternative rock band from Boston, Massachusetts.",
+        "Screaming Trees\nScreaming Trees was an American rock band formed in Ellensburg in 1985.",
+        "Screaming Trees discography\nThe discography of Screaming Trees, a band with several members, lists albums.",
+        "Mark Lanegan\nMark Lanegan was an American singer and songwriter from Ellensburg, Washington.",
+        "Boston\nBoston is the capital and most populous city of Massachusetts.",
+    ]
+    e = np.eye(8, dtype=np.float32)
+    vecs = np.stack([e[0], 0.6 * e[0] + 0.8 * e[1], 0.8 * e[0] + 0.6 * e[2], e[3], e[4]]).astype(np.float32)
+    return Pool(goal=e[0], candidates=vecs, tokens=[estimate_tokens(c) for c in cands],
+                labels=["cleo", "trees", "discography", "lanegan", "boston"], candidate_texts=cands, goal_text=goal)
+
+
+def test_the_documents_the_goal_names_are_preferred() -> None:
+    pool = _comparison_pool()
+    two = Params(relevance_floor=0.0, max_items=2)
+    named = select(pool, 10_000, "hybrid", two)
+    assert sorted(named.indices) == [0, 1]
+    assert "named by the goal" in named.selected[1].why
+    # without the goal's links, the closer page that holds the same goal terms takes a place
+    assert 2 in select(pool, 10_000, "hybrid", replace(two, goal_links=False)).indices
+
+
+def test_named_by_weighs_the_share_of_the_heading_the_text_holds() -> None:
+    pool = _comparison_pool()
+    texts = [*(pool.candidate_texts or []), "screaming trees were loud in the ellensburg woods that year"]
+    view = LexicalView(texts)
+    cols, _ = view.query(pool.goal_text or "")
+    present = np.zeros(view.v + 1, dtype=np.float32)
+    present[cols] = 1.0
+    named = view.named_by(present)
+    assert named[0] == pytest.approx(1.0) and named[1] == pytest.approx(1.0)
+    assert 0.0 < named[2] < 0.9  # "discography" is not in the goal
+    assert named[3] == 0.0 and named[4] == 0.0
+    assert named[5] == 0.0  # no heading line: a sentence does not name its subject first

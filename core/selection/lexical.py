@@ -143,6 +143,15 @@ def _titled(text: str) -> bool:
     return 0 < len(text[:cut].split()) <= 12
 
 
+@lru_cache(maxsize=32_768)
+def _title_terms(text: str) -> int:
+    """How many distinct terms the heading line of a titled text holds (0 if untitled).
+
+    Term ids are stored in first-occurrence order, so these are the first ids of the text.
+    """
+    return len(set(terms(text[: text.find("\n")]))) if _titled(text) else 0
+
+
 class LexicalView:
     """TF-IDF vectors (sublinear tf, smoothed idf, L2 rows) of a pool of texts, as CSR arrays.
 
@@ -191,6 +200,9 @@ class LexicalView:
         # texts that open with a heading line (a title, then the body): there the first terms name the subject
         self.titled = np.fromiter((_titled(t) for t in texts), dtype=bool, count=n)
         self._data: npt.NDArray[np.float32] | None = None
+        self._titles: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32],
+                            npt.NDArray[np.float64]] | None = None
+        self._texts = texts if self.titled.any() else None  # read once, by the first ``named_by``
 
     @property
     def rows(self) -> npt.NDArray[np.int64]:
@@ -280,6 +292,32 @@ class LexicalView:
         total = np.add.reduce(w, axis=0, dtype=np.float64)
         total[total == 0] = 1.0
         return (w / total).astype(np.float32)
+
+    def named_by(self, present: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:
+        """named[c]: the IDF-weighted share of titled text c's heading terms that a text holds
+        (``present``: its term mask, length v + 1); 0 for untitled texts.
+
+        A goal that names a document's whole title ("Are Local H and For Against both ...") asks
+        about that document; one that shares only part of it ("Screaming Trees discography" for
+        "Screaming Trees") less so. Weights are unsmoothed IDF, as for the head terms, so a title
+        word every text shares counts for nothing.
+        """
+        if self._titles is None:
+            lens = (np.fromiter(map(_title_terms, self._texts), dtype=np.int64, count=self.n)
+                    if self._texts is not None else np.zeros(self.n, np.int64))
+            lens = np.minimum(lens, np.diff(self.indptr))
+            rows: npt.NDArray[np.int64] = np.repeat(np.arange(self.n, dtype=np.int64), lens)
+            offsets = np.arange(len(rows)) - np.repeat(np.cumsum(lens) - lens, lens)
+            cols: npt.NDArray[np.int64] = self.indices[self.indptr[rows] + offsets]
+            w: npt.NDArray[np.float32] = (self.idf[cols] - 1.0).astype(np.float32)
+            total: npt.NDArray[np.float64] = np.bincount(rows, weights=w, minlength=self.n).astype(np.float64)
+            total[total == 0] = 1.0
+            self._titles = (rows, cols, w, total)
+            self._texts = None
+        rows, cols, w, total = self._titles
+        if not len(rows):
+            return np.zeros(self.n, np.float32)
+        return (np.bincount(rows, weights=w * present[cols], minlength=self.n) / total).astype(np.float32)
 
     def grid_links(self, weights: npt.NDArray[np.float32], present: npt.NDArray[np.float32],
                    i: int, out: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]:

@@ -71,6 +71,10 @@ class Params:
     # hybrid: a candidate a pick names (its subject is in the pick's text, the multi-hop link) is not
     # redundant with that pick: the overlap penalty shrinks by the link's strength (1 = fully named)
     linked_not_redundant: bool = True
+    # hybrid: the goal links like a pick: a titled candidate whose heading the goal names (the IDF-weighted
+    # share of its heading's terms the goal holds) starts with that link (weight ``hop_weight``), and is not
+    # redundant with what else the goal names (two documents a comparison question names are both needed)
+    goal_links: bool = True
 
     @property
     def one_minus_lambda(self) -> float:
@@ -396,7 +400,8 @@ class _Run:
         near, _ = self._nearest(picked, before=True)
         src, gain = lex.sources(picked) if lex is not None and lex.head is not None else ([], [])
         for rank, (i, j) in enumerate(zip(picked, near.tolist(), strict=True)):
-            link = (self.name(picked[src[rank]]), gain[rank]) if gain and gain[rank] > 0.05 else None
+            link = ((self.name(picked[src[rank]]) if src[rank] >= 0 else None, gain[rank])
+                    if gain and gain[rank] > 0.05 else None)
             out.selected.append(Pick(i, rels[rank], novs[rank], scores[rank], int(tok[i]),
                                      self._why(rels[rank], novs[rank], j, link)))
         self._explain(out, explain, remaining)
@@ -513,9 +518,11 @@ class _Run:
             out.append(Rejection(i, r, nov, f, t, _REASONS[c], why, other))
         return out
 
-    def _why(self, rel: float, novelty: float, near: int, link: tuple[str, float] | None) -> str:
+    def _why(self, rel: float, novelty: float, near: int, link: tuple[str | None, float] | None) -> str:
         why = f"relevance {rel:.2f}"
-        if link is not None:
+        if link is not None and link[0] is None:
+            why = f"{why}, named by the goal ({link[1]:.2f})"
+        elif link is not None:
             why = f"{why}, linked to {link[0]} ({link[1]:.2f})"
         if self.strategy == "baseline":
             return why
@@ -567,14 +574,20 @@ class _Lexical:
         self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
+        self._present = np.zeros(self.view.v + 1, dtype=np.float32)  # reused term mask (+ padding column)
+        if self.head is not None and p.goal_links and len(self.q_cols):
+            # the goal is the first source of links: the titled candidates it names
+            self._present[self.q_cols] = 1.0
+            self.hop_gain = self.view.named_by(self._present)
+            self._present[self.q_cols] = 0.0
+        self.named: list[float] = self.hop_gain.tolist()  # read by ``sources`` (the answer's why)
         # 1 - link for a titled candidate (its subject is its heading), 1 otherwise; floored above 0 so that
         # the +inf penalty of an unavailable candidate stays +inf
         self._titled = (0.999 * self.view.titled).astype(np.float32)
-        self.unlinked: F32 | None = (np.ones(n, dtype=np.float32)
+        self.unlinked: F32 | None = (np.subtract(1.0, self.hop_gain * self._titled)
                                      if self.head is not None and p.linked_not_redundant else None)
         self.links = np.empty((min(n, 32), n), np.float32)  # row r: the links of the r-th pick
         self.k = 0  # picks joined
-        self._present = np.zeros(self.view.v + 1, dtype=np.float32)  # reused term mask (+ padding column)
         for text in pool.context_texts:
             self._mark(self.view.query(text)[0])
             self._cover()
@@ -645,19 +658,24 @@ class _Lexical:
         return base, unlinked
 
     def sources(self, picked: Sequence[int]) -> tuple[list[int], list[float]]:
-        """For each pick: the rank of the earliest earlier pick whose link to it is the strongest,
-        and the weighted link it had when it was picked.
+        """For each pick: the rank of the earliest earlier pick whose link to it is the strongest
+        (-1: the goal's, when the goal names it at least as strongly), and the weighted link it had
+        when it was picked.
 
         Worked out once at the end from the stored links (only the answer's ``why`` needs
-        them): the running maximum held max(0, earlier links), reached first by that pick.
+        them): the running maximum held max(goal's link, earlier links), reached first by that source.
         """
         k = self.k
         if not k:
             return [], []
         to_picks = self.links[:k, picked]  # [rank of source, rank of pick]
         to_picks[np.arange(k)[:, None] >= np.arange(len(picked))] = -np.inf  # only earlier picks
-        held = np.maximum(to_picks.max(axis=0, initial=-np.inf), 0.0).tolist()
-        return to_picks.argmax(axis=0).tolist(), [h * self.params.hop_weight for h in held]
+        from_picks = np.maximum(to_picks.max(axis=0, initial=-np.inf), 0.0).tolist()
+        src = to_picks.argmax(axis=0).tolist()
+        goal = [self.named[i] for i in picked]
+        w = self.params.hop_weight
+        return ([-1 if g >= h else r for r, g, h in zip(src, goal, from_picks, strict=True)],
+                [max(g, h) * w for g, h in zip(goal, from_picks, strict=True)])
 
     def _cover(self) -> bool:
         """Goal terms the marked text holds lose weight; True if any did."""
