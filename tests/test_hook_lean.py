@@ -33,8 +33,9 @@ VALUES: list[Any] = [
 @pytest.mark.parametrize("value", VALUES)
 def test_lean_json_is_the_json_module(value: Any) -> None:
     for compact in (False, True):
-        expected = json.dumps(value, separators=(",", ":") if compact else None)
-        assert _lean.dumps(value, compact=compact) == expected
+        for ensure_ascii in (True, False):
+            expected = json.dumps(value, separators=(",", ":") if compact else None, ensure_ascii=ensure_ascii)
+            assert _lean.dumps(value, compact=compact, ensure_ascii=ensure_ascii) == expected
     text = json.dumps(value, indent=2)
     assert _lean.loads(f" \n{text}\t") == json.loads(text)
     assert _lean.loads(text.encode()) == json.loads(text)

@@ -196,3 +196,44 @@ def test_the_observe_endpoint_wants_the_token_and_a_spool_name(live: tuple[Path,
     assert status == 400 and b"spool" in payload
     status, payload = post_json(url, {**body, "spool": "run-9-missing.out"}, "t0k", 10)
     assert status == 400 and b"could not be read" in payload
+
+
+RUN_SCRIPT = Path(__file__).resolve().parents[1] / "server" / "commands" / "_run_script.py"
+# what the hook's form of bosun run must not load: site itself, or ~10 ms each quiet (re, enum behind json/socket/signal)
+AVOIDED = {"site", "re", "enum", "json", "socket", "signal", "argparse", "pathlib", "typing", "subprocess"}
+
+
+def test_the_hook_form_runs_without_site_json_socket_or_signal(live: tuple[Path, Engine]) -> None:
+    """``python -S -P .../_run_script.py`` (what the PreToolUse hook writes) journals a larger output through the
+    daemon and prints it, having imported none of the modules whose start-up cost it exists to avoid."""
+    home, _ = live
+    env = {**os.environ, "BOSUN_HOME": str(home), "BOSUN_RUN_START": "0"}
+    env.pop("BOSUN_TASK", None)
+    printed = "\n".join(f"line {i} é" for i in range(30)) + "\n"  # over PRINT_FIRST_BYTES: the daemon answers
+    proc = subprocess.run([sys.executable, "-S", "-P", "-X", "importtime", str(RUN_SCRIPT), "--session", "lean", "--",
+                           sys.executable, "-c", f"print({printed!r}, end='')"], capture_output=True, env=env,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    shown = proc.stdout.decode()  # the compressed view (the repeated lines collapsed, a recall away)
+    assert shown.startswith("line 0 é\n") and "line 29 é" in shown and "bosun recall" in shown
+    imported = {line.rsplit("|", 1)[1].strip() for line in proc.stderr.decode().splitlines()
+                if line.startswith("import time:")}
+    assert "run_fast" in imported and not imported & AVOIDED
+    assert not list((home / "spool").iterdir())  # the daemon has it: the spool is gone
+    results = [p for k, p in _journal(home, "lean") if k == "tool_result"]
+    assert len(results) == 1 and results[0]["exit_code"] == 0
+
+
+def test_a_signal_forwarded_by_the_lean_form_reaches_the_command(live: tuple[Path, Engine]) -> None:
+    """SIGTERM sent to bosun run (``_signal`` handlers, no ``signal`` module) reaches the command; the command's
+    death by that signal is bosun run's."""
+    home, _ = live
+    env = {**os.environ, "BOSUN_HOME": str(home), "BOSUN_RUN_START": "0"}
+    proc = subprocess.Popen([sys.executable, "-S", "-P", str(RUN_SCRIPT), "--", sys.executable, "-c",
+                             "import time; print('up', flush=True); time.sleep(60)"], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    spool = home / "spool"
+    _until(lambda: spool.is_dir() and any(f.read_bytes().startswith(b"up") for f in spool.iterdir()))
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(30)
+    assert proc.returncode == -signal.SIGTERM

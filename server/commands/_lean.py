@@ -46,14 +46,16 @@ def _unserialisable(obj: Any) -> Any:
 
 
 _scan: Callable[[str, int], tuple[Any, int]] | None
-_encoders: dict[bool, Callable[[Any, int], Any]] = {}
+_encoders: dict[tuple[bool, bool], Callable[[Any, int], Any]] = {}
 try:
-    from _json import encode_basestring_ascii, make_encoder, make_scanner
+    from _json import encode_basestring, encode_basestring_ascii, make_encoder, make_scanner
 
     _scan = make_scanner(_DecoderSettings())  # type: ignore[arg-type]  # it reads these attributes only
-    for _compact in (True, False):  # json.dumps' defaults (ensure_ascii, allow_nan), compact or its separators
-        _encoders[_compact] = make_encoder(None, _unserialisable, encode_basestring_ascii, None,
-                                           ":" if _compact else ": ", "," if _compact else ", ", False, False, True)
+    for _compact in (True, False):  # json.dumps (allow_nan, no sort), with its separators or compact ones
+        for _ascii in (True, False):
+            _encoders[_compact, _ascii] = make_encoder(
+                None, _unserialisable, encode_basestring_ascii if _ascii else encode_basestring, None,
+                ":" if _compact else ": ", "," if _compact else ", ", False, False, True)
 except (ImportError, TypeError):  # another interpreter, or another signature: the json module does the same
     _scan = None
     _encoders = {}
@@ -81,13 +83,13 @@ def loads(text: str | bytes) -> Any:
     return value
 
 
-def dumps(value: Any, compact: bool = False) -> str:
-    """``json.dumps(value)`` (``compact``: with ``separators=(",", ":")``)."""
-    encode = _encoders.get(compact)
+def dumps(value: Any, compact: bool = False, ensure_ascii: bool = True) -> str:
+    """``json.dumps(value, ensure_ascii=...)`` (``compact``: with ``separators=(",", ":")``)."""
+    encode = _encoders.get((compact, ensure_ascii))
     if encode is None:
         import json
 
-        return json.dumps(value, separators=(",", ":") if compact else None)
+        return json.dumps(value, separators=(",", ":") if compact else None, ensure_ascii=ensure_ascii)
     return "".join(encode(value, 0))
 
 
