@@ -8,7 +8,10 @@ the median of the per-round differences. The wrapped form is the one the PreTool
 (``pretool.rewrite``: ``python -S -P .../_run_script.py --session bench -- CMD`` for a plain argv, ``... -- bash
 -c CMD`` otherwise), run the way the Bash tool runs any command, ``bash -c``, against ``bash -c CMD``. The
 module form the hook wrote before (``python -P -m bosun.server.commands.run ... -- bash -c CMD``) is timed
-in the same rounds as a reference.
+in the same rounds as a reference, and so is another ``_run_script.py`` given with ``--baseline-script``
+(e.g. the previous code's, from a git worktree: it runs standalone, like the hook's form).
+Bytecode: the timed processes run without ``PYTHONDONTWRITEBYTECODE`` (an installed bosun has its ``.pyc``
+written at install; a warm-up round writes them here), so a module is loaded, not compiled, every time.
 Memory: ``/usr/bin/time -f %M`` (peak RSS of the process and its waited children) of ``bosun run``
 on a trivial command (idle) and on one printing ``mb`` MB, and the daemon's RSS before and after.
 """
@@ -39,6 +42,13 @@ def wrapped(cmd: str) -> list[str]:
     from bosun.server.commands.pretool import rewrite, runner
 
     return ["bash", "-c", rewrite(cmd, "bench", runner())]
+
+
+def script_form(script: str, cmd: str) -> list[str]:
+    """``wrapped`` with another ``_run_script.py`` (the same argv shape)."""
+    from bosun.server.commands.pretool import rewrite
+
+    return ["bash", "-c", rewrite(cmd, "bench", [sys.executable, "-S", "-P", script])]
 
 
 def module_form(cmd: str) -> list[str]:
@@ -91,10 +101,12 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=25)
     ap.add_argument("--mb", type=int, default=100)
     ap.add_argument("--out", default="")
+    ap.add_argument("--baseline-script", default="", help="another _run_script.py to time in the same rounds")
     args = ap.parse_args()
     home = Path(tempfile.mkdtemp(prefix="bosun-run-bench-"))
     env = {**os.environ, "BOSUN_HOME": str(home)}
     env.pop("BOSUN_TASK", None)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # as installed: bytecode cached, not compiled per process
     from bosun.server.transport.bridge import ensure_daemon
 
     t0 = time.perf_counter()
@@ -104,15 +116,22 @@ def main() -> int:
     lines = [f"# bosun run overhead ({args.rounds} alternating rounds per command, warm daemon)", "",
              f"Command: `python bench/run_overhead.py --rounds {args.rounds} --mb {args.mb}`; "
              f"daemon start (first use): {start_s:.1f} s; load average at start: {os.getloadavg()[0]:.1f}", "",
-             "| command | bare p50 ms | bosun run p50 ms | overhead p50 ms | overhead p90 ms | module form overhead p50 ms |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "| command | bare p50 ms | bosun run p50 ms | overhead p50 ms | overhead p90 ms | module form overhead p50 ms "
+             f"|{' baseline script overhead p50 ms |' if args.baseline_script else ''}",
+             f"|---|---:|---:|---:|---:|---:|{'---:|' if args.baseline_script else ''}"]
+    if args.baseline_script:
+        lines.insert(4, f"Baseline script: `{args.baseline_script}`.\n")
     all_diffs: list[float] = []
     all_module: list[float] = []
+    all_base: list[float] = []
     try:
-        for _ in range(3):  # warm the page cache and the daemon's first calls
-            timed(wrapped("true"), env)
+        for _ in range(3):  # warm the page cache, the bytecode caches and the daemon's first calls
+            timed(wrapped("seq 1 100"), env)
+            timed(module_form("seq 1 100"), env)
+            if args.baseline_script:
+                timed(script_form(args.baseline_script, "seq 1 100"), env)
         for cmd in COMMANDS:
-            bare, wrap, diffs, module = [], [], [], []
+            bare, wrap, diffs, module, base = [], [], [], [], []
             for _ in range(args.rounds):
                 b = timed(["bash", "-c", cmd], env)
                 w = timed(wrapped(cmd), env)
@@ -121,14 +140,20 @@ def main() -> int:
                 wrap.append(w)
                 diffs.append(w - b)
                 module.append(m - b)
+                if args.baseline_script:
+                    base.append(timed(script_form(args.baseline_script, cmd), env) - b)
             all_diffs += diffs
             all_module += module
+            all_base += base
             q = statistics.quantiles(diffs, n=10)
             lines.append(f"| `{cmd}` | {statistics.median(bare):.1f} | {statistics.median(wrap):.1f} | "
-                         f"{statistics.median(diffs):.1f} | {q[-1]:.1f} | {statistics.median(module):.1f} |")
+                         f"{statistics.median(diffs):.1f} | {q[-1]:.1f} | {statistics.median(module):.1f} |"
+                         + (f" {statistics.median(base):.1f} |" if base else ""))
         lines += ["", f"All commands: overhead p50 {statistics.median(all_diffs):.1f} ms, "
                   f"p90 {statistics.quantiles(all_diffs, n=10)[-1]:.1f} ms (the module form: p50 "
-                  f"{statistics.median(all_module):.1f} ms).", ""]
+                  f"{statistics.median(all_module):.1f} ms"
+                  + (f"; the baseline script: p50 {statistics.median(all_base):.1f} ms, p90 "
+                     f"{statistics.quantiles(all_base, n=10)[-1]:.1f} ms" if all_base else "") + ").", ""]
         # the interpreter's own start, for scale: what any Python CLI pays before its first line
         py, imp = [], []
         for _ in range(args.rounds):
@@ -136,7 +161,7 @@ def main() -> int:
             imp.append(timed([sys.executable, "-S", "-P", RUN_SCRIPT], env))  # loads run.py, exits: no command
         post = post_latency(home, daemon, args.rounds)
         lines.append(f"Where it goes (same run): `python -S -P -c pass` p50 {statistics.median(py):.1f} ms; loading "
-                     f"run.py adds {statistics.median(imp) - statistics.median(py):.1f} ms; the daemon's "
+                     f"run_fast.py adds {statistics.median(imp) - statistics.median(py):.1f} ms; the daemon's "
                      f"`/v1/observe` of a small spool (HTTP round trip, journal write) p50 {statistics.median(post):.1f} "
                      "ms (outputs of at most 40 bytes: after the exit, from a detached child); the rest is "
                      "spawning the command (through `bash -c` when it has shell syntax) into the spool.")
