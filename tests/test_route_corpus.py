@@ -158,3 +158,18 @@ def test_labelled_jsonl_parsing() -> None:
     assert m["harmful_sibling_rate"] == 1.0 and m["precision"] == 1 / 4
     with pytest.raises(InvalidInput, match="line 2"):
         parse_labelled(['{"prompt": "a"}', "{not json"])
+
+
+def test_untitled_document_is_labelled_by_its_split_name() -> None:
+    """A tool blurb has no title: its name, split into words, is one of the phrases the model compares."""
+    from bosun.core.routing.corpus import Policy
+    from bosun.core.routing.route import humanise_name, surface_phrases
+
+    tool = Policy(name="AusSurfReport", surface="Get today's report for any break throughout Australia!",
+                  text="", source="t", fmt="oiax")
+    assert surface_phrases(tool)[-1] == "Aus Surf Report"
+    assert humanise_name("AppyPieAIAppBuilder") == "Appy Pie AI App Builder"
+    titled = parse_policy("/x/deploy-policy.md", OIAX)
+    assert titled is not None
+    phrases = surface_phrases(titled)
+    assert "Deploy policy" in phrases and "deploy policy" not in phrases

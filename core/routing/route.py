@@ -109,20 +109,23 @@ def analyze(text: str) -> list[str]:
 
 
 def humanise_name(name: str) -> str:
-    """'deploy-policy' -> 'deploy policy'; CamelCase split too."""
-    spaced = re.sub(r"(?<=[a-z])(?=[A-Z])", " ", name)
+    """'deploy-policy' -> 'deploy policy'; CamelCase split too, an acronym kept whole ('AIAppBuilder')."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", name)
     return re.sub(r"[-_.]+", " ", spaced).strip()
 
 
 def surface_phrases(policy: Policy) -> list[str]:
-    """The phrases the semantic scorer compares against: whole surface, its parts, the title."""
+    """The phrases the semantic scorer compares against: whole surface, its parts, the title (else the name)."""
     phrases = [policy.surface]
     parts = [p.strip() for p in _PHRASE_SPLIT.split(policy.surface) if p and p.strip()]
     parts = [p for p in parts if len(analyze(p)) >= 2]  # one-word fragments are poor evidence
     if len(parts) > 1:
         phrases.extend(parts)
-    if policy.title and policy.title.lower() != policy.surface.lower():
-        phrases.append(policy.title)
+    # the document's label: its title, or (a tool list has none) its name split into words, which names
+    # the tool's subject when the blurb does not ("AusSurfReport": "Get today's report for any break")
+    label = policy.title or humanise_name(policy.name)
+    if label and label.lower() != policy.surface.lower():
+        phrases.append(label)
     seen: set[str] = set()
     unique = []
     for p in phrases:
