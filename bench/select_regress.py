@@ -27,11 +27,20 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from select_data import Case, all_texts, embed_all, hotpot_cases, psiloop_tasks, wice_cases
+from select_data import (
+    Case,
+    all_texts,
+    cached_vectors,
+    covered,
+    embed_all,
+    hotpot_cases,
+    psiloop_tasks,
+    wice_cases,
+)
 from select_eval import pool_of
 
 from bosun.core.selection import lexical as select_lexical
-from bosun.core.selection.select import STRATEGIES, Params, select
+from bosun.core.selection.select import STRATEGIES, Params, Selection, select
 
 PARAMS = [Params(), Params(mmr_lambda=0.5), Params(max_items=3), Params(min_relevance=0.3),
           Params(lexical="cosine"), Params(hop_weight=0.0), Params(coverage=0.0),
@@ -50,12 +59,25 @@ def cases() -> list[Case]:
     return hp + wc + fixture + with_ctx + big
 
 
+def written(sel: Selection) -> dict[str, object]:
+    """Everything a selection answers, rejections read (``asdict`` would print the deferred-explain
+    closure's memory address, which differs on every run)."""
+    return {"strategy": sel.strategy, "budget": sel.budget_tokens, "selected": [asdict(p) for p in sel.selected],
+            "rejected": [asdict(r) for r in sel.rejected], "counts": sel.rejected_counts, "note": sel.note}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--out", type=Path, help="also write every selection to this file (large)")
+    ap.add_argument("--cached-only", action="store_true",
+                    help="only the cases whose texts already have vectors (nothing embedded: for a loaded machine)")
     args = ap.parse_args()
     todo = cases()
-    vecs = asyncio.run(embed_all(all_texts(todo)))
+    if args.cached_only:
+        vecs = cached_vectors(all_texts(todo), [Path("~/.cache/bosun-bench/select-vecs.npz").expanduser()])
+        todo = covered(todo, vecs)
+    else:
+        vecs = asyncio.run(embed_all(all_texts(todo)))
     digest = hashlib.sha256()
     out = args.out.open("w") if args.out else None
     t0 = time.perf_counter()
@@ -71,7 +93,7 @@ def main() -> int:
                     continue
                 for budget in budgets:
                     sel = select(pool, budget, strategy, params, explain=10)
-                    line = f"{case.cid}|{pi}|{strategy}|{budget}|{asdict(sel)!r}\n"
+                    line = f"{case.cid}|{pi}|{strategy}|{budget}|{written(sel)!r}\n"
                     digest.update(line.encode())
                     count += 1
                     if out:
@@ -80,7 +102,7 @@ def main() -> int:
             select_lexical._VIEWS.clear()  # new pools too, not only pools seen before
     if out:
         out.close()
-    print(f"{digest.hexdigest()}  {count} selections in {time.perf_counter() - t0:.1f}s")
+    print(f"{digest.hexdigest()}  {count} selections ({len(todo)} cases) in {time.perf_counter() - t0:.1f}s")
     return 0
 
 
