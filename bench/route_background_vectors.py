@@ -1,7 +1,9 @@
-"""Embed the background prompts with the shipped model and write them as package data.
+"""Embed the package's own texts with the shipped model and write them as package data.
 
-Run once per model (and after editing ``core/routing/background.py``); the server verifies one
-vector against the live model before using the file.
+Two files: the background prompts, and every text the demo corpus (``server/policies``) embeds.
+Run once per model (and after editing ``core/routing/background.py``, the demo corpus or how texts
+are cut: a text whose sha256 is not in the file is embedded by the server as before); the server
+verifies one vector of each file against the live model before using it.
 
     python bench/route_background_vectors.py
 """
@@ -16,16 +18,19 @@ from route_common import REPO, load_model
 
 from bosun.core.routing import shipped_vectors
 from bosun.core.routing.background import BACKGROUND
+from bosun.server.services.policies import _plan, demo_corpus_dir
 
 
 def main() -> int:
     emb = load_model()
-    texts = list(BACKGROUND)
-    vecs = emb.inner.embed(texts)
     out = REPO / "core" / "routing" / "data"
     out.mkdir(exist_ok=True)
-    path = shipped_vectors.save(out, emb.model_id(), texts, vecs)
-    print(f"wrote {path} ({len(texts)} prompts, {emb.model_id()}, {path.stat().st_size} bytes)")
+    plan = _plan([demo_corpus_dir()])
+    for kind, texts in ((shipped_vectors.BACKGROUND, list(BACKGROUND)),
+                        (shipped_vectors.DEMO, list(dict.fromkeys(plan.first + plan.rest)))):
+        vecs = emb.inner.embed(texts)
+        path = shipped_vectors.save(out, emb.model_id(), texts, vecs, kind)
+        print(f"wrote {path} ({len(texts)} texts, {emb.model_id()}, {path.stat().st_size} bytes)")
     return 0
 
 

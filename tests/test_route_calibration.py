@@ -225,3 +225,58 @@ async def test_build_completes_with_calibration_in_listing(tmp_path: Path) -> No
     assert f"threshold {listing['calibration']['threshold']:.2f}" in " ".join(out["notices"]) and "index" not in out
     assert "calibration" not in out  # the full figures live in the listing, not in every answer
     await svc.aclose()
+
+
+class ShippedModelEmbedder(HashEmbedder):
+    """Stands in for the shipped model: returns the shipped vectors of the package's own texts, counts the rest."""
+
+    MODEL = "all-MiniLM-L6-v2-int8"
+
+    def __init__(self, known: dict[str, Any]) -> None:
+        super().__init__(384)
+        self.known = known
+        self.embedded: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.embedded.extend(texts)
+        hashed = HashEmbedder.embed(self, texts)
+        return np.vstack([self.known.get(t, hashed[i]) for i, t in enumerate(texts)])
+
+    def model_id(self) -> str:
+        return self.MODEL
+
+
+def _demo_texts() -> list[str]:
+    from bosun.server.services.policies import _plan, demo_corpus_dir
+
+    plan = _plan([demo_corpus_dir()])
+    return list(dict.fromkeys(plan.first + plan.rest))
+
+
+def test_shipped_demo_vectors_cover_every_text_the_demo_corpus_embeds() -> None:
+    texts = _demo_texts()
+    shipped = shipped_vectors.load(ShippedModelEmbedder.MODEL, texts, shipped_vectors.DEMO)
+    # fails after editing the demo corpus or how texts are cut: rerun bench/route_background_vectors.py
+    assert set(shipped) == set(texts)
+
+
+async def test_demo_corpus_builds_from_shipped_vectors_after_one_probe() -> None:
+    texts = _demo_texts()
+    known = {**shipped_vectors.load(ShippedModelEmbedder.MODEL, list(BACKGROUND)),
+             **shipped_vectors.load(ShippedModelEmbedder.MODEL, texts, shipped_vectors.DEMO)}
+    inner = ShippedModelEmbedder(known)
+    svc = PolicyService(FakeEngine(inner), dirs=None, poll_seconds=0)
+    assert svc.demo
+    await svc.reload()
+    assert svc.index_state()["state"] == "ready" and svc.index_state()["total"] == 0
+    assert len(inner.embedded) == 2  # one probe per shipped file, nothing else
+    assert svc.served is not None and len(svc.served.index.phrases.text) + len(svc.served.index.chunks.text) == len(texts)
+
+
+async def test_demo_vectors_of_another_model_are_not_trusted() -> None:
+    """A model with the shipped id but other weights fails the probe and embeds every text itself."""
+    inner = ShippedModelEmbedder({})
+    svc = PolicyService(FakeEngine(inner), dirs=None, poll_seconds=0)
+    await svc.reload()
+    assert svc.index_state()["state"] == "ready"
+    assert set(_demo_texts()) <= set(inner.embedded) and svc.index_state()["background"] == "embedded"

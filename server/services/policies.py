@@ -328,6 +328,9 @@ class PolicyService:
         vectors: dict[str, np.ndarray] = {}
         background = await self._background_vectors(model_id) if scan.policies else {}
         vectors.update(background)
+        if self.demo and scan.policies:  # the package's own corpus: its vectors ship with it
+            vectors.update(await self._shipped_vectors(model_id, plan.first + plan.rest, shipped_vectors.DEMO))
+        plan = BuildPlan(scan, [t for t in plan.first if t not in vectors], [t for t in plan.rest if t not in vectors])
         first = self.served is None
         total = len(plan.first) + len(plan.rest)
         self._state.update(state="building", phase="surfaces", done=0, total=total, documents=len(scan.policies))
@@ -360,21 +363,28 @@ class PolicyService:
                 route_log.info("index building: %d of %d texts embedded", done, total)
                 last_log = time.perf_counter()
 
+    async def _shipped_vectors(self, model_id: str, texts: list[str], kind: str) -> dict[str, np.ndarray]:
+        """Those of ``texts`` whose vectors ship as package data, when the live model reproduces one of them."""
+        shipped = shipped_vectors.load(model_id, texts, kind)
+        if not shipped:
+            return {}
+        probe = texts[0] if texts[0] in shipped else next(iter(shipped))
+        live = (await self.engine.embed([probe]))[0]
+        if shipped_vectors.verified(shipped[probe], live):
+            return shipped
+        route_log.warning("shipped %s vectors for %s do not match the live model; embedding them", kind, model_id)
+        return {}
+
     async def _background_vectors(self, model_id: str) -> dict[str, np.ndarray]:
         """The background prompts' vectors: shipped package data when the live model reproduces it."""
         texts = list(BACKGROUND)
-        shipped = shipped_vectors.load(model_id, texts)
+        shipped = await self._shipped_vectors(model_id, texts, shipped_vectors.BACKGROUND)
         if shipped:
-            probe = texts[0] if texts[0] in shipped else next(iter(shipped))
-            live = (await self.engine.embed([probe]))[0]
-            if shipped_vectors.verified(shipped[probe], live):
-                self._state["background"] = "shipped"
-                missing = [t for t in texts if t not in shipped]
-                if missing:
-                    shipped.update(zip(missing, await self.engine.embed(missing), strict=True))
-                return shipped
-            route_log.warning("shipped background vectors for %s do not match the live model; embedding them",
-                              model_id)
+            self._state["background"] = "shipped"
+            missing = [t for t in texts if t not in shipped]
+            if missing:
+                shipped.update(zip(missing, await self.engine.embed(missing), strict=True))
+            return shipped
         self._state["background"] = "embedded"
         out: dict[str, np.ndarray] = {}
         await self._embed_into(out, texts, 0, len(texts))
