@@ -100,3 +100,33 @@ class Background:
     def running(self) -> list[str]:
         """Names of the tasks still running (for /healthz and tests)."""
         return sorted(t.get_name() for t in self._tasks if not t.done())
+
+
+class Prefetch:
+    """``fn(*args)`` started on a daemon thread now; ``result()`` waits for it and returns it (or raises its error).
+
+    Why: a process that will need something slow (the embedding model) can start it before its own
+    imports, which then run beside it: onnxruntime builds its session without holding the GIL.
+    """
+
+    def __init__(self, fn: Callable[..., Any], *args: Any, name: str = "prefetch") -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name=f"bosun-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+        try:
+            self._value = fn(*args)
+        except BaseException as exc:  # handed to whoever asks for the result
+            self._error = exc
+
+    def result(self, *_ignored: Any) -> Any:
+        """The value (waiting for it); extra arguments are ignored, so it can stand in for a factory."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -81,7 +82,29 @@ def _quiet_blas() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
-def _exit_now() -> None:
+def _prefetch_model(config: Config) -> Any:
+    """Start loading the embedding model on a thread now, before the server's imports: they run beside it
+    (onnxruntime builds its session without the GIL), so the model is ready sooner after ``initialize``.
+    The Engine takes it through ``embedder_factory=prefetch.result``."""
+    if not config.model_prefetch:  # BOSUN_MODEL_PREFETCH=off: the Engine loads it after the lifespan starts
+        return None
+    from bosun.server.background import Prefetch
+
+    return Prefetch(_load_model, config, name="model-prefetch")
+
+
+def _load_model(config: Config) -> Any:
+    """``engine.default_embedder_factory``'s work, without importing the engine on the prefetch thread (the
+    main thread imports it meanwhile)."""
+    from bosun.server.model import ModelSpec, load_embedder
+
+    spec = ModelSpec(threads=config.model_threads, model_dir=config.model_dir)
+    if config.model_name:
+        spec.name = config.model_name
+    return load_embedder(config.home, spec)
+
+
+def _exit_now(code: int = 0) -> None:
     """After serving: leave at once, with the logs flushed.
 
     By now the Engine has closed the stores (every call that returned is committed) and the
@@ -98,16 +121,12 @@ def _exit_now() -> None:
             stream.flush()
         except (OSError, ValueError):
             pass
-    os._exit(0)
+    os._exit(code)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
     _quiet_blas()
     from pathlib import Path
-
-    import anyio
-
-    from bosun.server.transport.serve import ServeError, serve
 
     config = config_of(args)
     if args.host:
@@ -121,11 +140,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from bosun.server.home_check import EXIT_UNWRITABLE
 
         return EXIT_UNWRITABLE
+    prefetch = _prefetch_model(config)  # before the imports below: they run beside the model load
+    import anyio
+
+    from bosun.server.engine import Engine
+    from bosun.server.transport.serve import ServeError, serve
+
+    engine = Engine(config, embedder_factory=prefetch.result if prefetch is not None else None)
     try:
-        anyio.run(lambda: serve(config, http=not args.no_http, stdio=args.stdio))
+        anyio.run(lambda: serve(config, http=not args.no_http, stdio=args.stdio, engine=engine))
     except (ServeError, ValueError) as exc:
         print(f"bosun serve: {exc}", file=sys.stderr)
-        return 2
+        _exit_now(2)  # at once: the model prefetch thread may be inside onnxruntime, which a normal exit aborts
     except KeyboardInterrupt:
         pass
     _exit_now()
@@ -141,14 +167,17 @@ def cmd_stdio(args: argparse.Namespace) -> int:
         extra += ["--policies", str(Path(p).expanduser().resolve())]
     if args.standalone:
         _quiet_blas()
-        import anyio
-
-        from bosun.server.transport.serve import serve
-
         config = config_of(args)
         if args.policies:
             config.policies = [Path(p).expanduser() for p in args.policies]
-        anyio.run(lambda: serve(config, http=False, stdio=True, write_daemon=False))
+        prefetch = _prefetch_model(config)  # first: the imports below run beside the model load
+        import anyio
+
+        from bosun.server.engine import Engine
+        from bosun.server.transport.serve import serve
+
+        engine = Engine(config, embedder_factory=prefetch.result if prefetch is not None else None)
+        anyio.run(lambda: serve(config, http=False, stdio=True, write_daemon=False, engine=engine))
         _exit_now()
         return 0
     from bosun.server.transport.bridge import run_bridge

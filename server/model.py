@@ -17,10 +17,12 @@ import json
 import logging
 import os
 import shutil
+import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -173,26 +175,105 @@ def _is_fastembed_cache(model_dir: Path) -> bool:
     return not (model_dir / "tokenizer.json").exists() and any(model_dir.glob("models--*"))
 
 
+class PooledOnnxModel:
+    """The default model straight on onnxruntime and tokenizers: what fastembed's ``PooledNormalizedEmbedding``
+    does for all-MiniLM-L6-v2 from a model directory, step for step, without importing fastembed.
+
+    Why: ``import fastembed`` loads huggingface_hub, requests and the image stack (0.4-0.9 s quiet, 2.5 s
+    loaded on this machine) before the model itself, on every daemon start; onnxruntime and tokenizers
+    alone import in ~0.1 s. The tokenizer set-up, the session options, the inputs, the mean pooling
+    and the normalisation are fastembed's (``common/preprocessor_utils.load_tokenizer``,
+    ``common/onnx_model``, ``text/onnx_text_model``, ``common/utils``); tests compare the vectors.
+    """
+
+    def __init__(self, model_dir: Path, threads: int = 1) -> None:
+        import onnxruntime as ort
+        from tokenizers import AddedToken, Tokenizer
+
+        config = _read_json(model_dir / "config.json") if (model_dir / "config.json").exists() else {}
+        tokenizer_config = _read_json(model_dir / "tokenizer_config.json")
+        limits = [v for v in (tokenizer_config.get("model_max_length"), tokenizer_config.get("max_length"))
+                  if isinstance(v, int) and not isinstance(v, bool) and 0 < v <= sys.maxsize]
+        if not limits:
+            raise ModelError(f"no maximum context length in {model_dir / 'tokenizer_config.json'}")
+        tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        truncation = tokenizer.truncation or {}
+        tokenizer.enable_truncation(max_length=min(limits), direction=tokenizer_config.get("truncation_side")
+                                    or truncation.get("direction", "right"))
+        special = _read_json(model_dir / "special_tokens_map.json") if (model_dir / "special_tokens_map.json").exists() else {}
+        for value in special.values():
+            for token in value if isinstance(value, list) else [value]:
+                if isinstance(token, str):
+                    tokenizer.add_special_tokens([token])
+                elif isinstance(token, dict):
+                    tokenizer.add_special_tokens([AddedToken(**token)])
+        padding = tokenizer.padding or {}
+        pad_token = padding.get("pad_token") or tokenizer_config.get("pad_token")
+        pad_id = padding.get("pad_id", config.get("pad_token_id"))
+        if pad_id is None and pad_token is not None:
+            pad_id = tokenizer.token_to_id(pad_token)
+        if pad_token is None or pad_id is None:
+            raise ModelError(f"no pad token for {model_dir}")
+        tokenizer.enable_padding(direction=tokenizer_config.get("padding_side") or padding.get("direction", "right"),
+                                 pad_id=pad_id, pad_type_id=padding.get("pad_type_id", 0), pad_token=pad_token,
+                                 pad_to_multiple_of=padding.get("pad_to_multiple_of"), length=None)
+        self.tokenizer = tokenizer
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads
+        options.inter_op_num_threads = threads
+        self.session = ort.InferenceSession(str(model_dir / WEIGHTS_FILE), providers=["CPUExecutionProvider"],
+                                            sess_options=options)
+        self.input_names = {node.name for node in self.session.get_inputs()}
+
+    def embed(self, texts: Sequence[str], batch_size: int = 256) -> Iterator[np.ndarray]:
+        """One vector per text (fastembed's ``embed``: batches of ``batch_size``, float32, unit length)."""
+        for start in range(0, len(texts), batch_size):
+            encoded = self.tokenizer.encode_batch(list(texts[start:start + batch_size]))
+            input_ids = np.array([e.ids for e in encoded], dtype=np.int64)
+            attention_mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+            feed = {"input_ids": input_ids}
+            if "attention_mask" in self.input_names:
+                feed["attention_mask"] = attention_mask
+            if "token_type_ids" in self.input_names:
+                feed["token_type_ids"] = np.zeros_like(input_ids)
+            hidden = self.session.run(None, feed)[0]
+            summed = np.sum(hidden, axis=1, where=attention_mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
+            pooled = summed / np.maximum(np.sum(attention_mask, axis=1, keepdims=True), 1e-9)
+            norm = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
+            yield from (pooled / norm).astype(hidden.dtype, copy=False)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    return data if isinstance(data, dict) else {}
+
+
 class FastEmbedEmbedder:
-    """An Embedder backed by a fastembed TextEmbedding loaded from a local directory."""
+    """An Embedder over the default model (``PooledOnnxModel``) or a fastembed TextEmbedding from a local
+    directory (any other model, or a fastembed cache)."""
 
     def __init__(self, model_dir: Path, model_name: str = DEFAULT_MODEL, threads: int = 1,
                  model_id: str | None = None) -> None:
         set_offline()
-        from fastembed import TextEmbedding  # heavy import stays off the module import path
-
         try:
-            if _is_fastembed_cache(model_dir):
-                self._model = TextEmbedding(
-                    model_name=model_name, cache_dir=str(model_dir), local_files_only=True, threads=threads
-                )
+            self._model: Any
+            if model_name == DEFAULT_MODEL and not _is_fastembed_cache(model_dir):
+                self._model = PooledOnnxModel(model_dir, threads)
             else:
-                self._model = TextEmbedding(
-                    model_name=model_name,
-                    specific_model_path=str(model_dir),
-                    local_files_only=True,
-                    threads=threads,
-                )
+                from fastembed import TextEmbedding  # heavy import stays off the module import path
+
+                if _is_fastembed_cache(model_dir):
+                    self._model = TextEmbedding(
+                        model_name=model_name, cache_dir=str(model_dir), local_files_only=True, threads=threads
+                    )
+                else:
+                    self._model = TextEmbedding(
+                        model_name=model_name,
+                        specific_model_path=str(model_dir),
+                        local_files_only=True,
+                        threads=threads,
+                    )
         except Exception as exc:  # fastembed raises several types; the operator needs the text
             raise ModelError(f"could not load {model_name} from {model_dir}: {exc}") from exc
         self._id = model_id or (DEFAULT_MODEL_ID if model_name == DEFAULT_MODEL else model_name)

@@ -109,3 +109,61 @@ def test_the_bridge_fast_path_reads_stdio_arguments_as_the_full_parser_does(monk
         assert bridge_args(other) is None
     parsed = build_parser().parse_args(["stdio", "--home", "/h", "--policies", "docs"])
     assert parsed.home == "/h" and parsed.policies == ["docs"] and not parsed.standalone
+
+
+def test_model_prefetch_switch_and_the_prefetch_hands_over_value_or_error() -> None:
+    from bosun.server.background import Prefetch
+    from bosun.server.config import Config, ConfigError
+
+    assert Config.from_env({}).model_prefetch is True
+    assert Config.from_env({"BOSUN_MODEL_PREFETCH": "off"}).model_prefetch is False
+    with pytest.raises(ConfigError, match="BOSUN_MODEL_PREFETCH"):
+        Config.from_env({"BOSUN_MODEL_PREFETCH": "later"})
+    assert Prefetch(lambda a, b: a + b, 2, 3).result(object()) == 5  # stands in for a factory: its argument ignored
+
+    def fails() -> None:
+        raise ValueError("no model here")
+
+    with pytest.raises(ValueError, match="no model here"):
+        Prefetch(fails).result()
+
+
+_MODEL_PROBE = """
+import json, sys
+from pathlib import Path
+from bosun.server.model import load_embedder
+embedder = load_embedder(Path(sys.argv[1]))
+texts = ["bosun", "roll back the production deploy", "x " * 700, "", "héllo wörld 漢字", "Deploy!!"]
+vectors = embedder.embed(texts)
+print(json.dumps({"fastembed": "fastembed" in sys.modules, "vectors": vectors.tolist()}))
+"""
+
+
+@pytest.mark.model
+def test_the_default_model_loads_without_fastembed_and_embeds_as_fastembed_does(tmp_path: Path) -> None:
+    """The default model runs on onnxruntime + tokenizers (``PooledOnnxModel``): fastembed is not imported, and
+    the vectors are fastembed's own for the same model directory, bit for bit."""
+    import json
+    import subprocess
+    import sys
+
+    import numpy as np
+
+    done = subprocess.run([sys.executable, "-c", _MODEL_PROBE, str(tmp_path)], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    probe = json.loads(done.stdout.strip().splitlines()[-1])
+    assert probe["fastembed"] is False
+    from fastembed import TextEmbedding
+
+    from bosun.server.model import DEFAULT_MODEL, DEFAULT_MODEL_ID, PooledOnnxModel
+
+    model_dir = tmp_path / "models" / DEFAULT_MODEL_ID
+    reference = TextEmbedding(model_name=DEFAULT_MODEL, specific_model_path=str(model_dir), local_files_only=True,
+                              threads=1)
+    texts = ["bosun", "roll back the production deploy", "x " * 700, "", "héllo wörld 漢字", "Deploy!!"]
+    for batch in (1, 4, len(texts)):
+        ours = np.vstack(list(PooledOnnxModel(model_dir).embed(texts, batch_size=batch)))
+        theirs = np.vstack(list(reference.embed(texts, batch_size=batch)))
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
+    assert np.allclose(np.array(probe["vectors"], dtype=np.float32), theirs, atol=1e-6)  # l2-normalised again
