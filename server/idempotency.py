@@ -37,6 +37,7 @@ from mcp.server.context import CallNext, ServerRequestContext
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 
 from bosun.server.engine import Engine
+from bosun.server.spooled_values import lookup
 from bosun.server.transport.stdio import refuse_marked
 from bosun.store.idempotency import CALL_KEY, CallKey, Record
 
@@ -79,8 +80,16 @@ def _canonical(value: Any) -> str:
 
 
 def _canonical_pieces(value: Any) -> Iterator[str]:
-    """``_canonical(value)`` in pieces: whole for a value without a big string, else opened up."""
-    if isinstance(value, str):
+    """``_canonical(value)`` in pieces: whole for a value without a big string, else opened up. A huge
+    string held in a file (``spooled_values``) is read from it: the fingerprint is the one the same call
+    would have had with the string in memory."""
+    spooled = lookup(value)
+    if spooled is not None:
+        yield '"'
+        for text in spooled.text_slices(BIG_TEXT):
+            yield _canonical(text)[1:-1]
+        yield '"'
+    elif isinstance(value, str):
         if len(value) <= BIG_TEXT:
             yield _canonical(value)
             return
@@ -107,7 +116,7 @@ def _canonical_pieces(value: Any) -> Iterator[str]:
 
 def _holds_big_text(value: Any) -> bool:
     if isinstance(value, str):
-        return len(value) > BIG_TEXT
+        return len(value) > BIG_TEXT or lookup(value) is not None
     if isinstance(value, dict):
         return all(isinstance(k, str) for k in value) and any(_holds_big_text(v) for v in value.values())
     if isinstance(value, list):

@@ -12,6 +12,7 @@ import asyncio
 import json
 import os
 import re
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,10 +37,13 @@ from bosun.core.offload.offload import (
 from bosun.core.offload.outline import build_outline
 from bosun.core.redact import Redactor, redact_value
 from bosun.core.task.state import Event
+from bosun.server.blob_file import put_file
+from bosun.server.offload_worker import run_worker
 from bosun.server.services.files import FileService
 from bosun.server.services.observe_shape import THREAD_ABOVE, Shaped, measure, shape
 from bosun.server.services.recall import RefResolver
 from bosun.server.services.tasks import TaskService, check_task_id, check_text
+from bosun.server.spooled_values import lookup
 from bosun.store.refs import PendingPut, make_ref
 
 if TYPE_CHECKING:
@@ -56,6 +60,10 @@ SPOOL_DIR = "spool"  # under BOSUN_HOME: where bosun run streams a command's out
 SPOOL_NAME = re.compile(r"run-[A-Za-z0-9_-]{1,64}\.out")
 
 
+SPOOL_MARKER = "\n[bosun run: {middle:,} bytes of the middle are not in this ref; " \
+               "the spool file {name} under BOSUN_HOME holds every byte]\n"
+
+
 def read_spool(path: Path, limit: int) -> tuple[str, int, bool]:
     """The spooled output as text, its size in bytes, and whether only its head and tail fit ``limit``."""
     with open(path, "rb") as fh:
@@ -66,9 +74,18 @@ def read_spool(path: Path, limit: int) -> tuple[str, int, bool]:
         head = fh.read(half)
         fh.seek(total - half)
         tail = fh.read(half)
-    marker = (f"\n[bosun run: {total - 2 * half:,} bytes of the middle are not in this ref; "
-              f"the spool file {path.name} under BOSUN_HOME holds every byte]\n").encode()
+    marker = SPOOL_MARKER.format(middle=total - 2 * half, name=path.name).encode()
     return (head + marker + tail).decode("utf-8", "replace"), total, True
+
+
+def spool_sources(path: Path, total: int, limit: int) -> tuple[list[dict[str, Any]], bool]:
+    """What ``read_spool`` reads, as the offload worker's sources (the same text, never read here)."""
+    if total <= limit:
+        return [{"path": str(path), "start": 0, "length": total}], False
+    half = limit // 2 - 1024
+    marker = SPOOL_MARKER.format(middle=total - 2 * half, name=path.name)
+    return [{"path": str(path), "start": 0, "length": half}, {"text": marker},
+            {"path": str(path), "start": total - half, "length": half}], True
 
 
 def _test_outcome(facts: dict[str, Any], kind: str) -> bool | None:
@@ -154,6 +171,15 @@ class ObserveService:
             raise InvalidInput("tool", "must name the tool that produced the result", "e.g. 'bash', 'read_file'")
         if result is None:
             raise InvalidInput("result", "is required for kind='result'/'failure'", "the tool's output text")
+        spooled = lookup(result)
+        if spooled is not None:  # a huge result the HTTP guard decoded into a file (transport/big_call.py)
+            spooled.acquire()
+            try:
+                source = {"path": str(spooled.path), "start": 0, "length": spooled.size}
+                return await self.observe_files(task_id, failed, tool, args, [source], spooled.size, mode, offload,
+                                                agent, intent, exit_code)
+            finally:
+                spooled.release()
         if not isinstance(result, str):  # structured output (API tools): stored as its JSON text
             try:
                 result = json.dumps(result, ensure_ascii=False, indent=1, allow_nan=False)
@@ -189,6 +215,43 @@ class ObserveService:
         finally:
             if not stored.done():  # an error before the await: let the write finish, never orphan it
                 await stored.settle()
+
+    async def observe_files(self, task_id: str, failed: bool, tool: str, args: Any, sources: list[dict[str, Any]],
+                            nbytes: int, mode: str | None = None, offload: bool | None = None,
+                            agent: str | None = None, intent: str | None = None,
+                            exit_code: int | None = None) -> dict[str, Any]:
+        """``observe_output`` of an output held in files (``sources``: ranges of files and literal text, about
+        ``nbytes`` bytes), never in this process: a child process scrubs, hashes, counts, outlines and shapes
+        it (``server/offload_worker.py``), the scrubbed file is stored in chunks, then the journal as usual."""
+        limit = self.engine.config.max_payload_bytes
+        if nbytes > limit:
+            raise InvalidInput("result", f"is {nbytes} bytes; the limit is {limit} (BOSUN_MAX_PAYLOAD_BYTES)",
+                               "split the output, or observe a file with kind='file'")
+        state = await self.tasks.get(task_id)
+        prune = get_mode(mode or str(state.flags.get("prune_mode") or state.budget.get("prune_mode") or self.default_mode))
+        tool = self.redactor.scrub(clean_text(tool))
+        red_args = redact_value(clean_value(args), self.redactor)
+        a_hash = args_hash(red_args)
+        canonical_args(red_args)  # size check of the args (InvalidInput on overflow)
+        cfg = self.engine.config
+        spool = cfg.home / SPOOL_DIR
+        spool.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, name = tempfile.mkstemp(dir=spool, prefix="scrubbed-")  # 0600
+        os.close(fd)
+        scrubbed = Path(name)
+        try:
+            got = await run_worker({
+                "sources": sources, "out": name, "redact_disable": cfg.redact_disable,
+                "redact_extra": cfg.redact_extra, "prune": prune.name,
+                "command": shell_command(tool, red_args) if red_args is not None else None,
+                "offload": offload, "intent": self.redactor.scrub(clean_text(intent)) if intent else None,
+                "failed": failed})
+            ref = await put_file(self.engine.refs, scrubbed, str(got["digest"]), MEDIA_TEXT)
+        finally:
+            scrubbed.unlink(missing_ok=True)
+        return await self._journal(task_id, failed, tool, red_args, a_hash, int(got["nbytes"]), ref,
+                                   int(got["tokens"]), Shaped(**got["shaped"]), dict(got["redactions"]), prune,
+                                   agent, exit_code)
 
     async def _observed(
         self,
@@ -324,9 +387,18 @@ class ObserveService:
         if task_id is None:
             task_id = await self._session_task(session)
         path = self.engine.config.home / SPOOL_DIR / spool
-        text, total, partial = await asyncio.to_thread(read_spool, path, self.engine.config.max_payload_bytes)
-        answer = await self.observe_output(task_id, exit_code != 0, "bash", {"command": command}, text, mode,
-                                           intent=intent, exit_code=exit_code)
+        limit = self.engine.config.max_payload_bytes
+        big = self.engine.config.big_observe_bytes
+        total = (await asyncio.to_thread(os.stat, path)).st_size
+        if big and total > big:  # never read into the daemon: scrubbed and outlined in a child process
+            sources, partial = spool_sources(path, total, limit)
+            nbytes = sum(int(s["length"]) if "path" in s else len(str(s["text"]).encode()) for s in sources)
+            answer = await self.observe_files(task_id, exit_code != 0, "bash", {"command": command}, sources,
+                                              nbytes, mode, intent=intent, exit_code=exit_code)
+        else:
+            text, total, partial = await asyncio.to_thread(read_spool, path, limit)
+            answer = await self.observe_output(task_id, exit_code != 0, "bash", {"command": command}, text, mode,
+                                               intent=intent, exit_code=exit_code)
         answer["task_id"] = task_id
         if partial:
             answer["partial"] = {"bytes": total, "spool": spool}

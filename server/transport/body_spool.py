@@ -84,6 +84,13 @@ class BodyBuffer:
             self.spool_dir = None
             return None
 
+    @property
+    def spooled(self) -> IO[bytes] | None:
+        """The spool file holding the whole body (None while the body is in memory)."""
+        if self._file is not None:
+            self._file.flush()
+        return self._file
+
     def pieces(self) -> Iterator[bytes]:
         """The body, in order: a small one as one object (a single chunk as it came, without a copy), a
         spooled one read back ``READ_PIECE`` bytes at a time, so this buffer never holds it whole:

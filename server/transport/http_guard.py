@@ -22,12 +22,15 @@ import json
 import re
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import numpy as np
 
 from bosun.server.transport.body_spool import TRIM_ABOVE, BodyBuffer, release_freed_memory
+
+if TYPE_CHECKING:
+    from bosun.server.transport.big_call import Handoff
 
 Scope = MutableMapping[str, Any]
 ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
@@ -103,31 +106,7 @@ class DepthScan:
             return
         folded = data | 0x20  # '[' -> '{' and ']' -> '}': one comparison each (no other byte folds onto them)
         brackets = np.flatnonzero((folded == 0x7B) | (folded == 0x7D))
-        quotes = np.flatnonzero(data == 0x22)
-        slashes = np.flatnonzero(data == 0x5C)
-        carried = 1 if self.escaped else 0  # an odd backslash run from the piece before counts at position 0
-        if slashes.size:
-            starts = np.ones(slashes.size, dtype=bool)
-            starts[1:] = np.diff(slashes) != 1
-            run_start = np.maximum.accumulate(np.where(starts, np.arange(slashes.size), 0))
-            if quotes.size:
-                j = np.searchsorted(slashes, quotes - 1)
-                j_ok = np.minimum(j, slashes.size - 1)
-                ends_here = (j < slashes.size) & (slashes[j_ok] == quotes - 1)
-                run = np.where(ends_here, j_ok - run_start[j_ok] + 1, 0)
-                run += np.where(ends_here & (slashes[run_start[j_ok]] == 0), carried, 0)
-                run[quotes == 0] = carried
-                quotes = quotes[run % 2 == 0]
-            last = slashes.size - 1
-            if slashes[last] == data.size - 1:  # the window ends on a backslash run: does it escape what follows?
-                length = last - run_start[last] + 1 + (carried if slashes[run_start[last]] == 0 else 0)
-                self.escaped = length % 2 == 1
-            else:
-                self.escaped = False
-        else:
-            if carried and quotes.size and quotes[0] == 0:
-                quotes = quotes[1:]
-            self.escaped = False
+        quotes, self.escaped = unescaped_quotes(data, self.escaped)
         inside = (np.searchsorted(quotes, brackets) + (1 if self.in_string else 0)) % 2 == 1
         moves = _STEP[data[brackets[~inside]]].astype(np.int64)
         if moves.size:
@@ -135,6 +114,36 @@ class DepthScan:
             self.deepest = max(self.deepest, int(path.max()))
             self.depth = int(path[-1])
         self.in_string ^= quotes.size % 2 == 1
+
+
+def unescaped_quotes(data: np.ndarray, escaped: bool) -> tuple[np.ndarray, bool]:
+    """Positions of the quotes in ``data`` that no backslash escapes, and whether the byte after ``data``
+    is escaped (it ends on an odd run of backslashes). ``escaped``: the byte before ``data`` was an
+    unescaped backslash (so ``data[0]`` is escaped). A window of a body fed in pieces."""
+    quotes = np.flatnonzero(data == 0x22)
+    slashes = np.flatnonzero(data == 0x5C)
+    carried = 1 if escaped else 0  # an odd backslash run from the piece before counts at position 0
+    if not slashes.size:
+        if carried and quotes.size and quotes[0] == 0:
+            quotes = quotes[1:]
+        return quotes, False
+    starts = np.ones(slashes.size, dtype=bool)
+    starts[1:] = np.diff(slashes) != 1
+    run_start = np.maximum.accumulate(np.where(starts, np.arange(slashes.size), 0))
+    if quotes.size:
+        j = np.searchsorted(slashes, quotes - 1)
+        j_ok = np.minimum(j, slashes.size - 1)
+        ends_here = (j < slashes.size) & (slashes[j_ok] == quotes - 1)
+        run = np.where(ends_here, j_ok - run_start[j_ok] + 1, 0)
+        run += np.where(ends_here & (slashes[run_start[j_ok]] == 0), carried, 0)
+        run[quotes == 0] = carried
+        quotes = quotes[run % 2 == 0]
+    last = slashes.size - 1
+    if slashes[last] != data.size - 1:
+        return quotes, False
+    # the window ends on a backslash run: does it escape what follows?
+    length = last - run_start[last] + 1 + (carried if slashes[run_start[last]] == 0 else 0)
+    return quotes, length % 2 == 1
 
 
 _ID_KEY = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
@@ -175,8 +184,9 @@ class HttpGuard:
     """Host, Origin, body-size and nesting rules in front of the whole Starlette app."""
 
     def __init__(self, app: ASGIApp, *, loopback: bool, max_body: int, route_body: int = ROUTE_BODY,
-                 spool_dir: Path | None = None) -> None:
+                 spool_dir: Path | None = None, big_observe: int = 0) -> None:
         self.app = app
+        self.big_observe = big_observe  # bytes: a larger observe body reaches the SDK small (big_call.py); 0: never
         self.spool_dir = spool_dir  # where a large body waits while it arrives (None: in memory)
         self.loopback = loopback
         self.max_body = max_body
@@ -202,12 +212,31 @@ class HttpGuard:
         buffer = BodyBuffer(self.spool_dir)
         try:
             if await self._receive_body(buffer, receive, send, limit):
+                handoff = await self._big_call(scope, buffer)
+                if handoff is not None:
+                    buffer.close()  # the string is in its own file now; the SDK gets the rest
+                    try:
+                        await self.app(_with_length(scope, len(handoff.envelope)),
+                                       _replay(iter([handoff.envelope]), receive), send)
+                    finally:
+                        handoff.value.release()
+                    return
                 # on piece by piece, not kept here: the app's copy is the only one
                 await self.app(scope, _replay(buffer.pieces(), receive), send)
         finally:
             buffer.close()
             if buffer.size > TRIM_ABOVE:  # the call's copies of a huge body are freed now: return the pages
                 await asyncio.to_thread(release_freed_memory)
+
+    async def _big_call(self, scope: Scope, buffer: BodyBuffer) -> Handoff | None:
+        """A huge ``observe`` body's small form (None for any other request: it goes on as it came)."""
+        spooled = buffer.spooled
+        if (not self.big_observe or buffer.size <= self.big_observe or spooled is None or self.spool_dir is None
+                or scope.get("path") != "/mcp"):
+            return None
+        from bosun.server.transport.big_call import extract  # it builds on this module's quote scan
+
+        return await asyncio.to_thread(extract, spooled, buffer.size, self.spool_dir)
 
     async def _receive_body(self, buffer: BodyBuffer, receive: Any, send: Any, limit: int) -> bool:
         """Read the body into ``buffer``, measuring it as it arrives; False once it was refused (or the
@@ -293,6 +322,12 @@ def _replay(pieces: Iterator[bytes], receive: Any) -> Callable[[], Awaitable[dic
         return {"type": "http.request", "body": piece, "more_body": upcoming is not None}
 
     return replay
+
+
+def _with_length(scope: Scope, length: int) -> Scope:
+    """``scope`` with its Content-Length set to ``length`` (the body the app gets instead)."""
+    headers = [(k, v) for k, v in scope.get("headers") or [] if k.lower() != b"content-length"]
+    return {**scope, "headers": [*headers, (b"content-length", str(length).encode())]}
 
 
 def _too_large(size: str, limit: int) -> str:

@@ -111,7 +111,7 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 def http_app(mcp: MCPServer[Any], host: str, token: str | None, max_body: int = DEFAULT_MAX_BODY,
              session_idle_timeout_s: float | None = None, max_sessions: int | None = None,
-             spool_dir: Path | None = None) -> Any:
+             spool_dir: Path | None = None, big_observe: int = 0) -> Any:
     """The Starlette app behind every HTTP route, with the same Host/Origin/body rules (and token) for all."""
     if not is_loopback(host) and not token:
         raise ServeError(f"binding to {host} exposes bosun beyond this machine: set BOSUN_TOKEN (a bearer token)")
@@ -125,7 +125,8 @@ def http_app(mcp: MCPServer[Any], host: str, token: str | None, max_body: int = 
     if max_sessions is not None:
         sessions["max_sessions"] = max_sessions
     app = mcp.streamable_http_app(host=host, transport_security=security, max_request_body_size=max_body, **sessions)
-    guarded = HttpGuard(app, loopback=is_loopback(host), max_body=max_body, spool_dir=spool_dir)
+    guarded = HttpGuard(app, loopback=is_loopback(host), max_body=max_body, spool_dir=spool_dir,
+                        big_observe=big_observe)
     return BearerAuth(guarded, token) if token else guarded
 
 
@@ -157,7 +158,8 @@ async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_
     stop = anyio.Event()
     if http:  # fail before anything starts: a clear ServeError, not a task-group traceback
         app = http_app(mcp, config.host, config.token, body_limit(config.max_payload_bytes),
-                       config.session_idle_timeout_s, config.max_sessions, config.home / BODY_SPOOL_DIR)
+                       config.session_idle_timeout_s, config.max_sessions, config.home / BODY_SPOOL_DIR,
+                       config.big_observe_bytes)
         sock = bind_socket(config.host, config.port)
         url = f"http://{_url_host(config.host)}:{sock.getsockname()[1]}/mcp"
     async with anyio.create_task_group() as tg:

@@ -1,0 +1,125 @@
+"""A huge output observed in a separate process: scrub, hash, count, outline and shape it from files.
+
+Redaction and outline building are pure-Python work that holds the GIL for up to a second at a
+time on a 100 MB output (issue 13): in the daemon, every other agent waited for it. Here they run
+in a child process (one per huge observe: its memory goes back to the OS when it exits), fed from
+files, so the daemon never holds the output and its event loop stays free.
+
+The child reads its sources (file ranges and literal text, one UTF-8 stream decoded with
+``errors="replace"``, as ``read_spool`` and ``clean_text`` do), scrubs them a chunk of whole lines
+at a time (``chunked_redact.py``) into ``out`` while hashing and counting, then reads the scrubbed
+text back and runs ``observe_shape.measure`` and ``shape``, the functions the in-process observe
+runs: the answer is the same (tests/test_big_observe.py compares them). That last step holds the
+scrubbed text whole (the outline builders of ``core/offload`` take the whole text), in this
+process, not the daemon.
+
+Protocol: one JSON request on stdin, one JSON answer on stdout (``{"ok": ...}`` or ``{"error": ...}``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import hashlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+READ = 1 << 20  # bytes per read from a source file
+
+
+def source_pieces(sources: list[dict[str, Any]]) -> Iterator[bytes]:
+    """The sources as one stream of clean UTF-8: invalid bytes (and a JSON string's lone surrogates,
+    spooled with ``surrogatepass``) become U+FFFD exactly as ``bytes.decode(errors="replace")``."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    for source in sources:
+        if "text" in source:
+            yield decoder.decode(str(source["text"]).encode("utf-8")).encode("utf-8")
+            continue
+        with open(source["path"], "rb") as fh:
+            fh.seek(int(source.get("start", 0)))
+            left = source.get("length")
+            while left is None or left > 0:
+                piece = fh.read(READ if left is None else min(READ, left))
+                if not piece:
+                    break
+                if left is not None:
+                    left -= len(piece)
+                yield decoder.decode(piece).encode("utf-8")
+    tail = decoder.decode(b"", final=True)
+    if tail:
+        yield tail.encode("utf-8")
+
+
+def observe_files(request: dict[str, Any]) -> dict[str, Any]:
+    """Scrub the sources into ``request["out"]``, then measure and shape the scrubbed text."""
+    from bosun.core.offload.offload import get_mode
+    from bosun.core.redact import Redactor
+    from bosun.server.chunked_redact import redact_chunks
+    from bosun.server.services.observe_shape import measure, shape
+
+    redactor = Redactor(request.get("redact_disable") or (), request.get("redact_extra") or ())
+    digest = hashlib.sha256()
+    out_path = Path(request["out"])
+    with open(out_path, "wb") as out:
+        def emit(data: bytes) -> None:
+            digest.update(data)
+            out.write(data)
+
+        totals = redact_chunks(source_pieces(request["sources"]), redactor, emit)
+    redactions = totals.counts
+    data = out_path.read_bytes()
+    text = data.decode("utf-8", "replace")
+    prune = get_mode(request.get("prune"))
+    measured = measure(text, data, redactions, prune, request.get("command"), request.get("offload"),
+                       bool(request.get("failed")))
+    hexdigest = digest.hexdigest()
+    shaped = shape(text, len(data), hexdigest, measured, redactions, request.get("offload"), request.get("intent"),
+                   bool(request.get("failed")))
+    return {"digest": hexdigest, "nbytes": len(data), "tokens": measured.tokens, "lines": totals.lines,
+            "redactions": redactions, "shaped": shaped.as_json()}
+
+
+class WorkerFailed(RuntimeError):
+    """The worker process ended without an answer (killed, out of memory, or a bug: its stderr says)."""
+
+
+async def run_worker(request: dict[str, Any]) -> dict[str, Any]:
+    """``observe_files(request)`` in a fresh child process; the child is killed if the call is cancelled."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bosun.server.offload_worker",
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        out, err = await proc.communicate(json.dumps(request).encode())
+    except BaseException:  # cancelled (deadline, client gone): the child's work is of no use
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        raise
+    try:
+        answer = json.loads(out)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict) or "ok" not in answer:
+        detail = answer.get("error") if isinstance(answer, dict) else err.decode("utf-8", "replace")[-400:]
+        raise WorkerFailed(f"the offload worker failed (exit {proc.returncode}): {detail}")
+    return dict(answer["ok"])
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.buffer.read())
+    try:
+        answer: dict[str, Any] = {"ok": observe_files(request)}
+    except Exception as exc:  # reported to the daemon, which answers the call with a tool error
+        answer = {"error": f"{type(exc).__name__}: {exc}"}
+    sys.stdout.write(json.dumps(answer))
+    sys.stdout.flush()
+    return 0 if "ok" in answer else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
