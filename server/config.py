@@ -92,7 +92,8 @@ class Config:
     # unset: SQLite in BOSUN_HOME
     database_url: str | None = None  # BOSUN_DATABASE_URL
     # start-up (issue 15): serve / stdio --standalone start loading the model on a thread before their own imports
-    model_prefetch: bool = True  # BOSUN_MODEL_PREFETCH: on | off (also 1 | 0)
+    # (ready sooner, but `initialize` later: the load holds the GIL much of the time), so it is opt-in
+    model_prefetch: bool = False  # BOSUN_MODEL_PREFETCH: on | off (also 1 | 0)
 
     @property
     def db_path(self) -> Path:
@@ -152,7 +153,7 @@ class Config:
             "hook_start": read.choice("BOSUN_HOOK_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
             "run_start": read.choice("BOSUN_RUN_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
             "database_url": database_url(read.text("BOSUN_DATABASE_URL", "")),
-            "model_prefetch": read.choice("BOSUN_MODEL_PREFETCH", "on", ("on", "off", "1", "0")) in ("on", "1"),
+            "model_prefetch": read.choice("BOSUN_MODEL_PREFETCH", "off", ("on", "off", "1", "0")) in ("on", "1"),
         }
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)
