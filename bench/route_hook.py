@@ -1,10 +1,12 @@
 """The Claude Code hook end to end: a fresh process per prompt against a warm daemon. Medians; run by hand.
 
 Starts `bosun serve --port 0` on a temporary BOSUN_HOME (demo corpus), waits
-until it answers, warms it, then times N fresh `bosun hook claude-code`
-processes (distinct prompts, so nothing is served from the result cache),
-beside two same-run baselines: a bare `python -c pass` and the hook's own
-imports without the request.
+until it answers, warms it, then times N fresh hook processes (distinct
+prompts, so nothing is served from the result cache): the form `bosun hook
+settings` writes (`python -S -P .../_hook_script.py claude-code`), the console
+script `bosun hook claude-code` and the module form, beside same-run baselines:
+`python -c pass`, `python -S -P -c pass` and the console script's imports
+without the request. Bytecode is cached, as in an installed bosun.
 
     python bench/route_hook.py [--n 30]
 """
@@ -23,6 +25,7 @@ import urllib.request
 from pathlib import Path
 
 BIN = Path(sys.executable).parent
+LEAN = str(Path(__file__).resolve().parents[1] / "server" / "commands" / "_hook_script.py")
 
 
 def timed(cmd: list[str], stdin: str, env: dict[str, str]) -> tuple[float, str]:
@@ -38,6 +41,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
         env = {**os.environ, "BOSUN_HOME": str(home)}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         daemon = subprocess.Popen([str(BIN / "bosun"), "serve", "--port", "0"], env=env,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
@@ -53,8 +57,8 @@ def main() -> int:
                     break
                 except OSError:
                     time.sleep(0.2)
-            hook, hook_mod, base, imports = [], [], [], []
-            routed = 0
+            hook, hook_mod, base, imports, lean, base_s = [], [], [], [], [], []
+            routed = lean_routed = 0
             for i in range(args.n):
                 prompt = json.dumps({"hook_event_name": "UserPromptSubmit",
                                      "prompt": f"roll back the production deploy number {i}"})
@@ -63,13 +67,20 @@ def main() -> int:
                 routed += bool(out.strip())
                 hook_mod.append(timed([sys.executable, "-m", "bosun.server.commands.hook", "claude-code"],
                                       prompt.replace("number", "item"), env)[0])
+                dt, out = timed([sys.executable, "-S", "-P", LEAN, "claude-code"], prompt.replace("number", "no."), env)
+                lean.append(dt)
+                lean_routed += bool(out.strip())
+                base_s.append(timed([sys.executable, "-S", "-P", "-c", "pass"], "", env)[0])
                 base.append(timed([sys.executable, "-c", "pass"], "", env)[0])
                 imports.append(timed([sys.executable, "-c", "import bosun.server.cli, socket, json"], "", env)[0])
         finally:
             daemon.terminate()
             daemon.wait(10)
     p50 = statistics.median
-    print(f"hook end to end (fresh process, warm daemon): p50 {p50(hook) * 1000:.1f} ms, "
+    print(f"lean hook `python -S -P .../_hook_script.py claude-code` (fresh process, warm daemon): p50 "
+          f"{p50(lean) * 1000:.1f} ms, max {max(lean) * 1000:.1f} ms, {lean_routed}/{args.n} produced context; "
+          f"{(p50(lean) - p50(base_s)) * 1000:.1f} ms over `python -S -P -c pass` ({p50(base_s) * 1000:.1f} ms)")
+    print(f"console script `bosun hook claude-code` (fresh process, warm daemon): p50 {p50(hook) * 1000:.1f} ms, "
           f"max {max(hook) * 1000:.1f} ms, {routed}/{args.n} produced context")
     print(f"hook as `python -m bosun.server.commands.hook claude-code`: p50 {p50(hook_mod) * 1000:.1f} ms")
     print(f"baseline `python -c pass`: p50 {p50(base) * 1000:.1f} ms")

@@ -83,10 +83,11 @@ def _quiet_blas() -> None:
 
 
 def _prefetch_model(config: Config) -> Any:
-    """Start loading the embedding model on a thread now, before the server's imports: they run beside it
-    (onnxruntime builds its session without the GIL), so the model is ready sooner after ``initialize``.
-    The Engine takes it through ``embedder_factory=prefetch.result``."""
-    if not config.model_prefetch:  # BOSUN_MODEL_PREFETCH=off: the Engine loads it after the lifespan starts
+    """With ``BOSUN_MODEL_PREFETCH=on``: start loading the embedding model on a thread now, before the server's
+    imports, which run beside it. Measured (bench/speed_all.py): the model is then ready about when
+    ``initialize`` is answered, but ``initialize`` comes later (the load's imports hold the GIL), so it is
+    opt-in. The Engine takes it through ``embedder_factory=prefetch.result``."""
+    if not config.model_prefetch:  # BOSUN_MODEL_PREFETCH=off (default): the Engine loads it once its lifespan starts
         return None
     from bosun.server.background import Prefetch
 

@@ -115,8 +115,8 @@ def test_model_prefetch_switch_and_the_prefetch_hands_over_value_or_error() -> N
     from bosun.server.background import Prefetch
     from bosun.server.config import Config, ConfigError
 
-    assert Config.from_env({}).model_prefetch is True
-    assert Config.from_env({"BOSUN_MODEL_PREFETCH": "off"}).model_prefetch is False
+    assert Config.from_env({}).model_prefetch is False
+    assert Config.from_env({"BOSUN_MODEL_PREFETCH": "on"}).model_prefetch is True
     with pytest.raises(ConfigError, match="BOSUN_MODEL_PREFETCH"):
         Config.from_env({"BOSUN_MODEL_PREFETCH": "later"})
     assert Prefetch(lambda a, b: a + b, 2, 3).result(object()) == 5  # stands in for a factory: its argument ignored
