@@ -130,20 +130,6 @@ def test_demo_corpus_ships_at_least_twelve_policies() -> None:
     assert "deploy-freeze-2024" in scan.skipped_inactive
 
 
-def test_fast_tfidf_matches_sklearn() -> None:
-    import numpy as np
-
-    from bosun.core.embedding import HashEmbedder
-    from bosun.core.routing.route import build_index_with, lexical_scores
-
-    index = build_index_with(scan_corpus([demo_corpus_dir()]).policies, HashEmbedder(32))
-    for prompt in ("deploy deploy the prod release and roll back", "API keys in .env files", "nothing matches zzz"):
-        ours = lexical_scores(index, prompt)
-        q = index.vectorizer.transform([prompt])  # type: ignore[union-attr]
-        ref = np.asarray((index.lex_matrix[0] @ q.T).toarray()).ravel()
-        assert np.allclose(ours, ref, atol=1e-5)
-
-
 def test_labelled_jsonl_parsing() -> None:
     from bosun.core.errors import InvalidInput
     from bosun.core.routing.metrics import compute, parse_labelled

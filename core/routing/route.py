@@ -23,7 +23,7 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -34,10 +34,9 @@ from bosun.core.routing.background import BACKGROUND
 from bosun.core.routing.calibrate import SelfCalibration, from_null, leave_one_out_z
 from bosun.core.routing.clauses import clauses
 from bosun.core.routing.corpus import Policy
+from bosun.core.routing.stopwords import ENGLISH_STOP_WORDS
+from bosun.core.routing.tfidf import Sparse, Tfidf, fit
 from bosun.core.text import stem  # the project's one stemmer (measured: same MetaTool quality, see docs)
-
-if TYPE_CHECKING:  # scikit-learn loads on first use: the server answers `initialize` before it (issue 15)
-    from sklearn.feature_extraction.text import TfidfVectorizer
 
 RRF_K = 60
 
@@ -54,10 +53,8 @@ _EXTRA_STOP = {
 
 @functools.cache
 def stop_words() -> frozenset[str]:
-    """scikit-learn's English stop words plus the prompt filler (sklearn imported on first use, not at import)."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
-
-    return frozenset(ENGLISH_STOP_WORDS) | frozenset(_EXTRA_STOP)
+    """scikit-learn's English stop words (a copy: routing imports no scikit-learn) plus the prompt filler."""
+    return ENGLISH_STOP_WORDS | frozenset(_EXTRA_STOP)
 
 
 def __getattr__(name: str) -> Any:
@@ -259,15 +256,13 @@ class Rows:
         return lo + int(np.argmax(self.vecs[lo:hi] @ qvec.astype(np.float32).ravel()))
 
 
-def _fit_tfidf(docs: list[str]) -> tuple[TfidfVectorizer | None, Any]:
-    """The fitted vectorizer and (CSR rows for evidence, CSC columns for scoring)."""
-    if not docs or not any(analyze(d) for d in docs):
-        return None, None
-    from sklearn.feature_extraction.text import TfidfVectorizer
+Matrix = tuple[Sparse, Sparse]  # a TF-IDF matrix by document (evidence) and by term (scoring)
 
-    vec = TfidfVectorizer(analyzer=analyze, sublinear_tf=True, norm="l2", dtype=np.float32)
-    m = vec.fit_transform(docs)
-    return vec, (m.tocsr(), m.tocsc())
+
+def _fit_tfidf(docs: list[str]) -> tuple[Tfidf | None, Matrix | None]:
+    """The fitted model and (rows for evidence, columns for scoring); (None, None) when no text has a term."""
+    model = fit(docs, analyze)
+    return (model, (model.rows, model.columns)) if model is not None else (None, None)
 
 
 @dataclass
@@ -275,16 +270,16 @@ class PolicyIndex:
     """The warm index over one corpus: built once, scored per prompt in a few ms."""
 
     policies: list[Policy]
-    vectorizer: TfidfVectorizer | None
-    lex_matrix: Any  # (CSR, CSC) of the sparse [n_docs, vocab] TF-IDF, rows L2-normalised
-    body_vectorizer: TfidfVectorizer | None
-    body_matrix: Any
+    vectorizer: Tfidf | None
+    lex_matrix: Matrix | None  # the [n_docs, vocab] TF-IDF by row and by column, rows L2-normalised
+    body_vectorizer: Tfidf | None
+    body_matrix: Matrix | None
     phrases: Rows  # surface phrases; each doc's first row is its whole surface
     chunks: Rows  # body paragraphs and list items
     model_id: str
     # TF-IDF over single body chunks: ranks by the best-matching paragraph, whatever the body's length
-    chunk_vectorizer: TfidfVectorizer | None = None
-    chunk_matrix: Any = None
+    chunk_vectorizer: Tfidf | None = None
+    chunk_matrix: Matrix | None = None
     # each document's semantic score over BACKGROUND prompts: mean and spread (bg_z reads them)
     bg_mean: npt.NDArray[np.float32] | None = None
     bg_sd: npt.NDArray[np.float32] | None = None
@@ -351,11 +346,11 @@ def self_calibrate(index: PolicyIndex, op: OperatingPoint, sims: npt.NDArray[np.
     return from_null(null_p.tolist(), z_loo[np.arange(len(top)), top].tolist())
 
 
-def _tfidf_matrix(vectorizer: TfidfVectorizer | None, matrix: Any, texts: list[str], n: int) -> npt.NDArray[np.float32]:
-    """[len(texts), n] TF-IDF cosines of many prompts at once (``_tfidf_scores`` row by row, one sparse product)."""
-    if vectorizer is None or n == 0:
+def _tfidf_matrix(vectorizer: Tfidf | None, texts: list[str], n: int) -> npt.NDArray[np.float32]:
+    """[len(texts), n] TF-IDF cosines of many prompts (``_tfidf_scores`` for each: a prompt reads its postings)."""
+    if vectorizer is None or n == 0 or not texts:
         return np.zeros((len(texts), n), np.float32)
-    return np.asarray((vectorizer.transform(texts) @ matrix[0].T).toarray(), np.float32)
+    return np.vstack([_tfidf_scores(vectorizer, t, n) for t in texts])
 
 
 def _z_rows(x: npt.NDArray[np.float32], cols: npt.NDArray[np.int64] | None = None) -> npt.NDArray[np.float64]:
@@ -388,11 +383,11 @@ def null_probabilities(index: PolicyIndex, op: OperatingPoint, sims: npt.NDArray
     if index.chunks.vecs.shape[0]:
         bsem[:, index.chunks.docs] = np.maximum.reduceat(index.chunks.vecs @ index.bg_vecs.T,
                                                          index.chunks.starts, axis=0).T
-    lex = _tfidf_matrix(index.vectorizer, index.lex_matrix, texts, n)
-    blex = _tfidf_matrix(index.body_vectorizer, index.body_matrix, texts, n)
+    lex = _tfidf_matrix(index.vectorizer, texts, n)
+    blex = _tfidf_matrix(index.body_vectorizer, texts, n)
     clex = np.zeros((nb, n), np.float32)
     if index.chunk_vectorizer is not None and index.chunks.text:
-        per_chunk = _tfidf_matrix(index.chunk_vectorizer, index.chunk_matrix, texts, len(index.chunks.text))
+        per_chunk = _tfidf_matrix(index.chunk_vectorizer, texts, len(index.chunks.text))
         clex[:, index.chunks.docs] = np.maximum.reduceat(per_chunk, index.chunks.starts, axis=1)
     body = index.chunks.docs
     fused = (_z_rows(sem) + BODY_WEIGHT * _z_rows(bsem, body) + LEXICAL_WEIGHT * _z_rows(lex)
@@ -458,36 +453,16 @@ class Scores:
     body_words: npt.NDArray[np.float32] | None = None  # as words, but any body paragraph counts (>= 1 word)
 
 
-def _tfidf_scores(vectorizer: TfidfVectorizer | None, matrix: Any, prompt: str, n: int) -> npt.NDArray[np.float32]:
-    """Cosine of the prompt's TF-IDF vector with every row, without sklearn's per-call validation.
-
-    Same numbers as ``matrix @ vectorizer.transform([prompt]).T`` (sublinear tf, fitted idf, L2 over
-    in-vocabulary terms; tested), at a fraction of the cost: a prompt has a handful of terms.
-    """
+def _tfidf_scores(vectorizer: Tfidf | None, prompt: str, n: int) -> npt.NDArray[np.float32]:
+    """Cosine of the prompt's TF-IDF vector with every row (the same numbers as scikit-learn's transform and
+    product, tested), reading only the postings of the prompt's few terms."""
     if vectorizer is None or n == 0:
         return np.zeros(n, np.float32)
-    vocab = vectorizer.vocabulary_
-    idf = vectorizer.idf_
-    counts: dict[int, int] = {}
-    for term in analyze(prompt):
-        col = vocab.get(term)
-        if col is not None:
-            counts[col] = counts.get(col, 0) + 1
-    if not counts:
-        return np.zeros(n, np.float32)
-    cols = np.fromiter(counts, dtype=np.int64, count=len(counts))
-    weights = (1.0 + np.log(np.fromiter(counts.values(), dtype=np.float64, count=len(counts)))) * idf[cols]
-    weights /= np.linalg.norm(weights)
-    csc = matrix[1]
-    out = np.zeros(n, np.float32)
-    for col, weight in zip(cols.tolist(), weights.tolist(), strict=True):
-        lo, hi = csc.indptr[col], csc.indptr[col + 1]  # a column slice without scipy's indexing (~30 us each)
-        out[csc.indices[lo:hi]] += (csc.data[lo:hi] * weight).astype(np.float32)
-    return out
+    return vectorizer.cosines(analyze(prompt))
 
 
 def lexical_scores(index: PolicyIndex, prompt: str) -> npt.NDArray[np.float32]:
-    return _tfidf_scores(index.vectorizer, index.lex_matrix, prompt, len(index))
+    return _tfidf_scores(index.vectorizer, prompt, len(index))
 
 
 def rrf(rankings: Sequence[npt.NDArray[np.float32]], k: int = RRF_K, admit: Sequence[float] = (),
@@ -582,9 +557,9 @@ def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     n = len(index)
     zeros = np.zeros(n, np.float32)
     lex = lexical_scores(index, prompt) if use_lexical else zeros
-    blex = _tfidf_scores(index.body_vectorizer, index.body_matrix, prompt, n) if use_lexical else zeros
+    blex = _tfidf_scores(index.body_vectorizer, prompt, n) if use_lexical else zeros
     clex = index.chunks.best_of(
-        _tfidf_scores(index.chunk_vectorizer, index.chunk_matrix, prompt, len(index.chunks.text)), n
+        _tfidf_scores(index.chunk_vectorizer, prompt, len(index.chunks.text)), n
     ) if use_lexical else zeros
     semantic = qvec is not None and use_semantic
     if semantic:
@@ -669,7 +644,7 @@ def matched_counts_pair(index: PolicyIndex, prompt: str, body_min: int = BODY_CO
         for st in stems:
             col = index.vectorizer.vocabulary_.get(st)
             if col is not None:
-                rows = _column_rows(index.lex_matrix[1], col)
+                rows = _column_rows(index.lex_matrix, col)
                 best[rows if keep is None else rows[keep[rows]]] += 1.0  # a column's rows are distinct
     any_body[:] = best
     n_chunks = len(index.chunks.text)
@@ -678,7 +653,7 @@ def matched_counts_pair(index: PolicyIndex, prompt: str, body_min: int = BODY_CO
         for st in stems:
             col = index.chunk_vectorizer.vocabulary_.get(st)
             if col is not None:
-                rows = _column_rows(index.chunk_matrix[1], col)
+                rows = _column_rows(index.chunk_matrix, col)
                 in_chunk[rows if keep is None else rows[keep[index.chunks.owner[rows]]]] += 1.0
         hit = np.flatnonzero(in_chunk)
         owners = index.chunks.owner[hit]
@@ -708,16 +683,18 @@ def _surface_or_body_hits(index: PolicyIndex, text: str) -> npt.NDArray[np.float
     for st in {st for _, st in content_words(text)}:
         hit = np.zeros(n, bool)
         if index.vectorizer is not None and (col := index.vectorizer.vocabulary_.get(st)) is not None:
-            hit[_column_rows(index.lex_matrix[1], col)] = True
+            hit[_column_rows(index.lex_matrix, col)] = True
         if index.chunk_vectorizer is not None and (col := index.chunk_vectorizer.vocabulary_.get(st)) is not None:
-            hit[index.chunks.owner[_column_rows(index.chunk_matrix[1], col)]] = True
+            hit[index.chunks.owner[_column_rows(index.chunk_matrix, col)]] = True
         out += hit
     return out
 
 
-def _column_rows(csc: Any, col: int) -> npt.NDArray[np.int32]:
-    """Rows with a nonzero in one CSC column, without building a sliced matrix (that costs ~30 us)."""
-    return csc.indices[csc.indptr[col] : csc.indptr[col + 1]]  # type: ignore[no-any-return]
+def _column_rows(matrix: Matrix | None, col: int) -> npt.NDArray[np.int32]:
+    """Rows (documents or chunks) with a nonzero in one term's column: its postings, a view, no copy."""
+    if matrix is None:
+        return np.zeros(0, np.int32)
+    return matrix[1].indices[matrix[1].indptr[col] : matrix[1].indptr[col + 1]]
 
 
 def decision_features(sc: Scores, doc: int) -> dict[str, float]:
@@ -735,8 +712,9 @@ def matched_words(index: PolicyIndex, doc: int, prompt: str, limit: int = 6) -> 
     if index.vectorizer is None:
         return []
     vocab = index.vectorizer.vocabulary_
-    row = index.lex_matrix[0][doc]
-    present = dict(zip(row.indices.tolist(), row.data.tolist(), strict=True))
+    assert index.lex_matrix is not None
+    indices, data = index.lex_matrix[0].row(doc)
+    present = dict(zip(indices.tolist(), data.tolist(), strict=True))
     found: dict[str, float] = {}
     for word, st in content_words(prompt):
         col = vocab.get(st)
