@@ -29,7 +29,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import Example, expertqa, holdout, strict_label, wice
-from audit_eval_common import default_embedder
+from audit_eval_common import default_embedder, default_words
 
 from bosun.core.audit.audit import audit
 from bosun.core.audit.config import AuditConfig
@@ -61,8 +61,8 @@ def metrics(y: np.ndarray, sup: np.ndarray) -> dict[str, float]:
     return {"bal_acc": (tpr + tnr) / 2, "prec_ns": prec, "rec_ns": tnr, "n": len(y)}
 
 
-def bosun_supported(ex: Example, cfg: AuditConfig, embed: Any) -> tuple[int, str]:
-    rep = audit("", ex.chunks, ex.claim, cfg, embed=embed)
+def bosun_supported(ex: Example, cfg: AuditConfig, embed: Any, words: Any = None) -> tuple[int, str]:
+    rep = audit("", ex.chunks, ex.claim, cfg, embed=embed, words=words)
     verdicts = [c["verdict"] for c in rep["claims"]]
     if not verdicts:
         return 0, "no_claim"
@@ -78,17 +78,19 @@ def dokis_supported(data: list[Example]) -> list[int] | None:
     return [int(json.loads(x)) for x in out.stdout.splitlines()]
 
 
-def evaluate(name: str, data: list[Example], embed: Any, with_dokis: bool = True) -> list[str]:
+def evaluate(name: str, data: list[Example], embed: Any, words: Any, with_dokis: bool = True) -> list[str]:
     y = np.array([strict_label(e.label) for e in data])
     lines = [f"#### {name} (n={len(y)}, {int(y.sum())} supported)", "",
              "| system | balanced accuracy | not-supported P | not-supported R | verdicts |", "|---|---:|---:|---:|---|"]
-    arms: list[tuple[str, AuditConfig, Any]] = [("bosun default (semantic, hybrid)", AuditConfig(), embed),
-                                                ("bosun bm25", AuditConfig(matcher="bm25"), None)]
-    for label, cfg, emb in arms:
-        if cfg.matcher == "auto" and emb is None:
+    arms: list[tuple[str, AuditConfig, Any, Any]] = [
+        ("bosun default (semantic, hybrid + token alignment)", AuditConfig(), embed, words),
+        ("bosun semantic without token alignment", AuditConfig(), embed, None),
+        ("bosun bm25", AuditConfig(matcher="bm25"), None, None)]
+    for label, cfg, emb, wrd in arms:
+        if cfg.matcher == "auto" and (emb is None or (label.startswith("bosun default") and wrd is None)):
             lines.append(f"| {label} | model not available | | | |")
             continue
-        out = [bosun_supported(e, cfg, emb) for e in data]
+        out = [bosun_supported(e, cfg, emb, wrd) for e in data]
         m = metrics(y, np.array([s for s, _ in out]))
         kinds = dict(Counter(k for _, k in out).most_common())
         lines.append(f"| {label} | **{m['bal_acc']:.3f}** | {m['prec_ns']:.3f} | {m['rec_ns']:.3f} | {kinds} |")
@@ -106,13 +108,15 @@ def part(examples: list[Example], held: bool) -> list[Example]:
 def main() -> None:
     held = "--holdout" in sys.argv
     embed = default_embedder()
+    words = default_words()
     which = "held-out fifth (seed 23; never used for fitting or choices)" if held else "dev part (the model was fitted here)"
     lines = [f"### {which}", ""]
-    lines += evaluate("WiCE, one sentence per chunk", part(wice(), held), embed)
-    lines += evaluate("ExpertQA, each claim against its own cited passages", part(expertqa(), held), embed)
-    lines += evaluate("WiCE, 8 sentences per chunk (robustness)", part(wice(per_chunk=8), held), embed, with_dokis=False)
+    lines += evaluate("WiCE, one sentence per chunk", part(wice(), held), embed, words)
+    lines += evaluate("ExpertQA, each claim against its own cited passages", part(expertqa(), held), embed, words)
+    lines += evaluate("WiCE, 8 sentences per chunk (robustness)", part(wice(per_chunk=8), held), embed, words,
+                      with_dokis=False)
     lines += evaluate("ExpertQA, against every passage of the answer (robustness)",
-                      part(expertqa(own_evidence=False), held), embed, with_dokis=False)
+                      part(expertqa(own_evidence=False), held), embed, words, with_dokis=False)
     print("\n".join(lines))
 
 

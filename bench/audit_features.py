@@ -7,6 +7,7 @@ candidate sentences are embedded, as in the daemon.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
@@ -16,13 +17,14 @@ import numpy as np
 from bosun.core.audit.audit import embed_text
 from bosun.core.audit.claims import _LIST_MARK, strip_citations
 from bosun.core.audit.index import build_index
-from bosun.core.audit.match import candidates, claim_terms, match_claim
+from bosun.core.audit.match import _alignment, candidates, claim_terms, match_claim
 from bosun.core.embedding import text_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import Example
 
 CACHE = Path(os.environ.get("BOSUN_AUDIT_CACHE", "/tmp/bosun-audit-emb.npz"))
+ALIGN_CACHE = CACHE.with_name(CACHE.stem + "-align.json")  # token-alignment features by claim + candidates
 
 
 class EmbedCache:
@@ -34,6 +36,9 @@ class EmbedCache:
             data = np.load(CACHE)
             self.vecs = dict(zip(data["keys"].tolist(), data["vecs"], strict=True))
         self._model = None
+        self._encoder = None
+        self.aligned: dict[str, tuple[float, float]] = (
+            {k: tuple(v) for k, v in json.loads(ALIGN_CACHE.read_text()).items()} if ALIGN_CACHE.exists() else {})
         self.dirty = False
 
     def model(self):  # type: ignore[no-untyped-def]
@@ -60,8 +65,25 @@ class EmbedCache:
             return np.zeros((0, 384), dtype=np.float32)
         return np.stack([self.vecs[k] for k in keys]).astype(np.float32)
 
+    def encoder(self):  # type: ignore[no-untyped-def]
+        """The token-state encoder on the same loaded model (align.py)."""
+        if self._encoder is None:
+            from bosun.core.audit.align import encoder_from_embedder
+
+            self._encoder = encoder_from_embedder(self.model())
+        return self._encoder
+
+    def align(self, claim: str, cands: list[str], compute) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+        """The alignment features of one claim and its candidates, cached on disk by their texts."""
+        key = text_key("\x00".join([claim, *cands]))
+        if key not in self.aligned:
+            self.aligned[key] = compute(self.encoder())
+            self.dirty = True
+        return self.aligned[key]
+
     def save(self) -> None:
         if self.dirty:
+            ALIGN_CACHE.write_text(json.dumps(self.aligned))
             keys = list(self.vecs)
             np.savez(CACHE, keys=np.array(keys), vecs=np.stack([self.vecs[k] for k in keys]))
             self.dirty = False
@@ -88,6 +110,13 @@ def features(ex: Example, emb: EmbedCache | None) -> dict[str, float]:
     if emb is not None and cands:
         vecs = emb.embed([embed_text(claim)] + [embed_text(index.sentences[s].text) for s in cands])
         m = match_claim(claim, index, contents, vecs[0], dict(zip(cands, vecs[1:], strict=True)), terms, cands)
+        texts = [embed_text(index.sentences[s].text) for s in cands]
+
+        def compute(encoder):  # type: ignore[no-untyped-def]
+            states = encoder.encode([claim, *texts])
+            return _alignment(claim, index, cands, states[0], dict(zip(cands, states[1:], strict=True)))
+
+        m.features["align"], m.features["align_min"] = emb.align(claim, texts, compute)
     else:
         m = match_claim(claim, index, contents, terms=terms, cands=cands)
     return m.features

@@ -33,6 +33,8 @@ from audit_data import Example, expertqa, holdout, strict_label, wice
 from audit_features import EmbedCache, features
 
 from bosun.core.audit.match import (
+    ALIGN_MEASURED,
+    ALIGNED_FEATURES,
     LEXICAL_FEATURES,
     MEASURED_FEATURES,
     SEMANTIC_FEATURES,
@@ -52,11 +54,12 @@ METRIC_PRIOR = False
 RESHUFFLES = 7
 SIGN = {"cov1": 1, "cov2": 1, "cov3": 1, "bigram": 1, "clause_min": 1, "sem_max": 1, "sem_best": 1,
         "miss_frac": -1, "miss_max": -1, "num_missing": -1, "mismatch": -1, "specific_cov": 1, "sem_union": 1,
-        "log_sentences": -1}
+        "log_sentences": -1, "align": 1, "align_min": 1}
 ARMS = {
     "lexical": LEXICAL_FEATURES,
     "semantic": ("sem_max", "sem_best", "mismatch"),
     "hybrid": SEMANTIC_FEATURES,
+    "hybrid + token alignment": ALIGNED_FEATURES,
 }
 
 
@@ -193,12 +196,15 @@ def main() -> None:
     print("\n".join(compare(data, rows, y, {"lexical": LEXICAL_FEATURES} if lexical_only else ARMS)))
     if not lexical_only:  # the ablation: the other class prior
         other = "50/50 among claims with evidence" if METRIC_PRIOR else "the metric's prior"
-        print("\n".join(compare(data, rows, y, {f"hybrid, {other}": SEMANTIC_FEATURES}, not METRIC_PRIOR, False)))
+        print("\n".join(compare(data, rows, y, {f"hybrid + token alignment, {other}": ALIGNED_FEATURES},
+                                not METRIC_PRIOR, False)))
     if "--ablate" in sys.argv:  # the hybrid without each feature added in issue 23's second round, or with one more
         new = ("specific_cov", "log_sentences")
         arms = {"hybrid without " + f: tuple(n for n in SEMANTIC_FEATURES if n != f) for f in new}
         arms["hybrid without both (the first round's)"] = tuple(n for n in SEMANTIC_FEATURES if n not in new)
         arms.update({"hybrid with " + f: (*SEMANTIC_FEATURES, f) for f in MEASURED_FEATURES})
+        arms.update({"hybrid + token alignment with " + f: (*ALIGNED_FEATURES, f) for f in ALIGN_MEASURED})
+        arms["hybrid with align_min instead of align"] = (*SEMANTIC_FEATURES, *ALIGN_MEASURED)
         print("\n".join(compare(data, rows, y, arms, header=False)))
     if "--compare" in sys.argv or "--ablate" in sys.argv or lexical_only:
         return
@@ -214,6 +220,8 @@ def main() -> None:
         "constraints": "coefficient signs fixed by SIGN (monotone)",
         "bm25": fit_json(np.array([[r[n] for n in LEXICAL_FEATURES] for r in rows]), y, LEXICAL_FEATURES, sets, totals),
         "semantic": fit_json(np.array([[r[n] for n in SEMANTIC_FEATURES] for r in rows]), y, SEMANTIC_FEATURES, sets, totals),
+        "semantic_aligned": fit_json(np.array([[r[n] for n in ALIGNED_FEATURES] for r in rows]), y, ALIGNED_FEATURES,
+                                     sets, totals),
     }
     OUT.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT}: {len(y)} rows")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from audit_eval_common import default_embedder
+from audit_eval_common import default_embedder, default_words
 
 from bosun.core.audit.audit import audit
 from bosun.core.audit.config import AuditConfig
@@ -28,20 +28,20 @@ from bosun.core.audit.config import AuditConfig
 HERE = Path(__file__).resolve().parent
 
 
-def run(name: str, embed: Any, cfg: AuditConfig) -> list[str]:
+def run(name: str, embed: Any, cfg: AuditConfig, words: Any = None) -> list[str]:
     rows = [json.loads(x) for x in (HERE / "labels" / name).read_text().splitlines() if x]
     total: Counter[str] = Counter()
     ok: Counter[str] = Counter()
     misses = []
     for p in rows:
-        rep = audit("", p["chunks"], p["claim"], cfg, embed=embed)
+        rep = audit("", p["chunks"], p["claim"], cfg, embed=embed, words=words)
         verdict = rep["claims"][0]["verdict"] if rep["claims"] else "no_claim"
         total[p["kind"]] += 1
         good = (verdict != "supported") == (p["expect"] == "reject")
         ok[p["kind"]] += good
         if not good:
             misses.append(f"  - {p['kind']}: {p['claim']} -> {verdict} ({rep['claims'][0]['note'] if rep['claims'] else ''})")
-    lines = [f"### {name} (matcher {cfg.matcher})", "", "| kind | items | right |", "|---|---:|---:|"]
+    lines = [f"### {name} (matcher {cfg.matcher}{' + token alignment' if words else ''})", "", "| kind | items | right |", "|---|---:|---:|"]
     for kind in total:
         lines.append(f"| {kind} | {total[kind]} | {ok[kind]} |")
     rej = sum(t for k, t in total.items() if k != "paraphrase")
@@ -55,13 +55,14 @@ def run(name: str, embed: Any, cfg: AuditConfig) -> list[str]:
 def main() -> None:
     names = ["transfer_probes_dev.jsonl"] + (["transfer_probes_unseen.jsonl"] if "--unseen" in sys.argv else [])
     embed = default_embedder()
+    words = default_words()
     lines: list[str] = []
-    for matcher in ("semantic", "bm25"):
-        if matcher == "semantic" and embed is None:
+    for matcher, with_words in (("semantic", True), ("semantic", False), ("bm25", False)):
+        if matcher == "semantic" and (embed is None or (with_words and words is None)):
             lines.append("semantic: model not available, skipped")
             continue
         for name in names:
-            lines += [*run(name, embed, AuditConfig(matcher=matcher)), ""]
+            lines += [*run(name, embed, AuditConfig(matcher=matcher), words if with_words else None), ""]
     print("\n".join(lines))
 
 

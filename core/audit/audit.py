@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, date, datetime
 from functools import lru_cache
@@ -28,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from bosun.core.audit.align import WordStates
 from bosun.core.audit.claims import ExtractedClaim, extract_claims
 from bosun.core.audit.config import AuditConfig
 from bosun.core.audit.index import SentenceIndex, build_index
@@ -49,6 +51,9 @@ MAX_TOTAL_CHUNK_CHARS = 20_000_000
 VERDICTS = ("supported", "partially_supported", "contradicted", "unsupported")
 CONTRADICTED_CAP = 0.05  # a contradicted claim's confidence never exceeds this
 EMBED_CHARS = 1000
+# the semantic model with the token-alignment feature, used when word states are given (align.py);
+# "semantic" (pooled cosines only) when they are not
+ALIGNED_MODEL = "semantic_aligned"
 
 
 # -- input ---------------------------------------------------------------------------------
@@ -266,8 +271,10 @@ def plan_audit(query: Any, chunks: Any, response: Any, config: AuditConfig) -> A
     return AuditPlan(query or "", items, admitted, blocked, warnings, claims, index, config, len(text), terms, cands)
 
 
-def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | None = None) -> dict[str, Any]:
-    """Match every claim and build the trust report. ``vectors`` = embeddings of ``texts_to_embed()``."""
+def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | None = None,
+              words: Sequence[WordStates] | None = None) -> dict[str, Any]:
+    """Match every claim and build the trust report. ``vectors`` = embeddings of ``texts_to_embed()``;
+    ``words`` = their contextual word states (align.py), which add the token-alignment feature."""
     cfg = plan.config
     as_of = as_of or cfg.as_of or datetime.now(UTC).date()
     if cfg.matcher == "auto":
@@ -275,13 +282,18 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
     semantic = cfg.matcher == "semantic"
     if semantic and vectors is None:
         raise InvalidInput("config.matcher", "semantic matching needs the embedding model", "bm25, or run in the daemon")
-    model = load_model("semantic" if semantic else "bm25")
+    aligned = semantic and words is not None
+    model = load_model(ALIGNED_MODEL if aligned else "semantic" if semantic else "bm25")
     contents = [c.content for c in plan.admitted]
     n_claims = len(plan.claims)
     claim_vecs = vectors[:n_claims] if semantic and vectors is not None else None
     cand_vecs: dict[int, np.ndarray] | None = None
     if semantic and vectors is not None:
         cand_vecs = dict(zip(plan.candidate_sentences(), vectors[n_claims:], strict=True))
+    claim_words = cand_words = None
+    if aligned and words is not None:
+        claim_words = list(words[:n_claims])
+        cand_words = dict(zip(plan.candidate_sentences(), words[n_claims:], strict=True))
     fresh = [assess_freshness(c.metadata, cfg.max_source_age_days, as_of, cfg.source_date_metadata_key)
              for c in plan.admitted]
 
@@ -291,10 +303,13 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
             claims_out.append(_unsupported_claim(claim, 0.0, "no admitted source to check it against"))
             continue
         m = match_claim(claim.clean, plan.index, contents, claim_vecs[k] if claim_vecs is not None else None,
-                        cand_vecs, plan.terms[k], plan.candidates[k])
+                        cand_vecs, plan.terms[k], plan.candidates[k],
+                        claim_words[k] if claim_words is not None else None, cand_words)
         conf = model.prob(m.features)
         claims_out.append(_claim_record(claim, m, conf, plan, fresh, cfg))
-    return _report(plan, claims_out, fresh, as_of)
+    report = _report(plan, claims_out, fresh, as_of)
+    report["token_alignment"] = aligned
+    return report
 
 
 def _span(plan: AuditPlan, sid: int, score: float | None = None) -> dict[str, Any]:
@@ -479,10 +494,11 @@ def _report(plan: AuditPlan, claims: list[dict[str, Any]], fresh: list[Freshness
 
 def audit(
     query: Any, chunks: Any, response: Any, config: AuditConfig | None = None, as_of: date | None = None,
-    embed: Any = None,
+    embed: Any = None, words: Callable[[list[str]], Sequence[WordStates]] | None = None,
 ) -> dict[str, Any]:
     """One-call audit. ``embed(texts) -> float32[n, d]`` is required only for the semantic matcher
-    (the default ``auto`` matcher uses it when given, and runs lexical without it)."""
+    (the default ``auto`` matcher uses it when given, and runs lexical without it). ``words(texts)``
+    (e.g. ``TokenEncoder.encode`` on the same model) adds the token alignment to the semantic matcher."""
     cfg = resolve_matcher(config or AuditConfig(), embed is not None)
     plan = plan_audit(query, chunks, response, cfg)
     vectors = None
@@ -491,4 +507,6 @@ def audit(
             raise InvalidInput("config.matcher", "semantic matching needs an embedder", "bm25")
         texts = plan.texts_to_embed()
         vectors = np.asarray(embed(texts), dtype=np.float32) if texts else np.zeros((0, 1), dtype=np.float32)
+        if words is not None:
+            return run_audit(plan, as_of, vectors, list(words(texts)) if texts else [])
     return run_audit(plan, as_of, vectors)

@@ -33,6 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from bosun.core.audit.align import WordStates, aligned_coverage, soft_recall
 from bosun.core.audit.claims import content_tokens
 from bosun.core.audit.consistency import Mismatch, check
 from bosun.core.audit.index import SentenceIndex
@@ -54,6 +55,11 @@ SEMANTIC_FEATURES = (*LEXICAL_FEATURES, "sem_max", "sem_best")
 # computed and measured (bench/audit_train.py --ablate) but not in the model: it raised one
 # cross-validation split on WiCE, yet lost on reshuffled group splits and on ExpertQA -> WiCE transfer
 MEASURED_FEATURES = ("sem_union",)
+# with contextual word states (align.py): the soft token alignment of the claim with its candidates
+ALIGNED_FEATURES = (*SEMANTIC_FEATURES, "align")
+# computed and reported, not in the model: the alignment of the claim's worst clause (WiCE CV up,
+# ExpertQA CV and transfer down; bench/audit_train.py --ablate)
+ALIGN_MEASURED = ("align_min",)
 SEM_UNION_K = 3  # candidates averaged for sem_union, as many as the greedy cover uses
 
 # a number, or a capitalised word that does not open the claim or a sentence of it: a name or a date
@@ -155,8 +161,10 @@ def match_claim(
     claim_text: str, index: SentenceIndex, contents: list[str],
     claim_vec: np.ndarray | None = None, cand_vecs: dict[int, np.ndarray] | None = None,
     terms: ClaimTerms | None = None, cands: list[int] | None = None,
+    claim_words: WordStates | None = None, cand_words: dict[int, WordStates] | None = None,
 ) -> ClaimMatch:
-    """Find the claim's best evidence and compute its features (``cand_vecs``: sentence id -> vector)."""
+    """Find the claim's best evidence and compute its features (``cand_vecs``: sentence id -> vector;
+    ``claim_words`` / ``cand_words``: contextual word states for the soft alignment, see align.py)."""
     terms = terms or claim_terms(claim_text, index)
     cands = cands if cands is not None else candidates(terms, index)
     w, total = terms.weights, terms.total
@@ -216,6 +224,7 @@ def match_claim(
         "sem_best": float(sem[evidence_i[0]]) if sem is not None else 0.0,
         "sem_union": _sem_union(claim_vec, cands, cand_vecs, sem) if sem is not None else 0.0,
     }
+    features["align"], features["align_min"] = _alignment(claim_text, index, cands, claim_words, cand_words)
     return ClaimMatch(features, evidence, cands[best_i], float(cov[best_i]), mismatches, cands,
                       weakest[1] if weakest is not None else None)
 
@@ -237,10 +246,21 @@ def _sem_union(claim_vec: np.ndarray | None, cands: list[int], cand_vecs: dict[i
     return float(mean @ claim_vec) / norm if norm > 0 else 0.0
 
 
+def _alignment(claim: str, index: SentenceIndex, cands: list[int], claim_words: WordStates | None,
+               cand_words: dict[int, WordStates] | None) -> tuple[float, float]:
+    """Soft (token-state) coverage of the claim by its candidates, and of its worst clause."""
+    if claim_words is None or cand_words is None:
+        return 0.0, 0.0
+    best = soft_recall(claim_words, [cand_words[s] for s in cands if s in cand_words])
+    weights = {t: index.idf(t) for t in best}
+    return aligned_coverage(best, weights, [toks for _, toks in clauses(claim)])
+
+
 def _empty_features(n_tok: int, n_sentences: int) -> dict[str, float]:
     return {"cov1": 0.0, "cov2": 0.0, "cov3": 0.0, "miss_frac": 1.0 if n_tok else 0.0, "miss_max": 1.0 if n_tok else 0.0,
             "clause_min": 0.0, "bigram": 0.0, "num_missing": 0.0, "mismatch": 0.0, "n_clauses": 0.0,
-            "specific_cov": 0.0, "log_sentences": math.log1p(n_sentences), "sem_max": 0.0, "sem_best": 0.0, "sem_union": 0.0}
+            "specific_cov": 0.0, "log_sentences": math.log1p(n_sentences), "sem_max": 0.0, "sem_best": 0.0, "sem_union": 0.0,
+            "align": 0.0, "align_min": 0.0}
 
 
 def _mismatches(claim: str, evidence: list[int], index: SentenceIndex, contents: list[str],

@@ -2,7 +2,9 @@
 
 The default (semantic, hybrid) matcher embeds through ``engine.embed`` (memory and SQLite caches
 keyed by content hash), and only the claims and their BM25 candidate sentences, so the cost does
-not grow with the number of chunks and a repeated chunk is never embedded twice. While it waits
+not grow with the number of chunks and a repeated chunk is never embedded twice. The same texts'
+contextual word states (the model's ONNX session, cached by digest in align.py) add the token
+alignment of each claim with its candidates. While it waits
 for the model (the first call after start also loads it), ``progress`` is told so, every few
 seconds, so a caller can show that the audit is waiting and why.
 """
@@ -12,10 +14,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from bosun.core.audit.align import TokenEncoder, WordStates, encoder_from_embedder
 from bosun.core.audit.audit import ComplianceViolation, plan_audit, resolve_matcher, run_audit
 from bosun.core.audit.audit import filter_sources as core_filter
 from bosun.core.audit.config import config_from_dict, parse_as_of
@@ -36,6 +39,7 @@ class AuditService:
 
     def __init__(self, model: _Embeds) -> None:
         self._model = model
+        self._encoder: TokenEncoder | Literal[False] | None = None  # False: the model has no token states
 
     async def report(self, query: str, chunks: Any, response: str, config: dict[str, Any] | None,
                      as_of: str | None = None, progress: Progress | None = None) -> dict[str, Any]:
@@ -43,18 +47,34 @@ class AuditService:
         cfg = resolve_matcher(config_from_dict(config), True)  # the daemon always has the model
         plan = plan_audit(query, chunks, response, cfg)
         vectors = None
+        words: list[WordStates] | None = None
         if cfg.matcher == "semantic":
             texts = plan.texts_to_embed()
             what = (f"embedding {len(plan.claims)} claim(s) and {len(texts) - len(plan.claims)} candidate "
                     f"sentence(s) from {len(plan.admitted)} chunk(s)")
             vectors = (await self._embed_reporting(texts, what, progress) if texts
                        else np.zeros((0, 1), dtype=np.float32))
+            words = await self._word_states(texts)
         if progress is not None:
             await progress(1.0, 1.0, f"matching {len(plan.claims)} claim(s)")
-        report = run_audit(plan, parse_as_of(as_of, "as_of"), vectors)
+        report = run_audit(plan, parse_as_of(as_of, "as_of"), vectors, words)
         if cfg.matcher == "semantic":
             report["matcher_model"] = await self._model.model_id()
         return report
+
+    async def _word_states(self, texts: list[str]) -> list[WordStates] | None:
+        """Contextual word states of the texts from the warm model's ONNX session (called after
+        ``embed``, so the model is loaded); None when the model has no such session (a test double)."""
+        if not texts:
+            return []
+        if self._encoder is None:
+            embedder = getattr(self._model, "embedder", None)
+            if embedder is None:
+                return None
+            self._encoder = encoder_from_embedder(await embedder()) or False
+        if self._encoder is False:
+            return None
+        return await asyncio.to_thread(self._encoder.encode, texts)
 
     async def _embed_reporting(self, texts: list[str], what: str, progress: Progress | None) -> Vectors:
         """Embed, telling ``progress`` what it waits for until the vectors arrive."""

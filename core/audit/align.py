@@ -1,0 +1,191 @@
+"""Token-level soft alignment of a claim with its evidence (BERTScore-style recall).
+
+Word overlap misses a faithful paraphrase ("enacted" ~ "passed"); a pooled sentence vector blurs an
+add-on clause into the rest. Here every content word of the claim is matched to its most similar
+content word among the evidence sentences, by the cosine of the embedding model's contextual token
+states (the ONNX session's ``last_hidden_state``, the same run that mean-pools into the sentence
+vector), and the claim's coverage is the IDF-weighted mean of those best cosines. The clause
+minimum keeps an add-on clause that nothing supports visible.
+
+Only the claims and their few candidate sentences are run through the model, and each text's word
+states are cached by digest, so the cost does not grow with the chunks. This module takes the
+session and tokenizer objects it is given (duck-typed): it imports no model package itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import numpy as np
+
+from bosun.core.audit.claims import content_tokens
+
+CACHE_MAX = 4096  # texts whose word states are kept (float16: ~20 KB for a 25-word sentence)
+MAX_CHARS = 1000  # as the pooled embedding: the model reads ~256 tokens
+BATCH_TOKENS2 = 4 * 64 * 64  # batch size x (longest length)^2 stays within this (attention memory)
+MAX_BATCH = 32
+
+
+@dataclass(frozen=True)
+class WordStates:
+    """A text's content words (stemmed, as the lexical matcher tokenises) and their unit vectors."""
+
+    tokens: tuple[str, ...]
+    vecs: np.ndarray  # float16 [len(tokens), dim], L2-normalised
+
+
+class _Session(Protocol):
+    def run(self, output_names: Any, input_feed: dict[str, np.ndarray]) -> list[np.ndarray]: ...
+
+
+class TokenEncoder:
+    """Word states of texts from an ONNX transformer session and its ``tokenizers`` tokenizer."""
+
+    def __init__(self, session: _Session, tokenizer: Any, lock: AbstractContextManager[Any] | None = None,
+                 input_names: Sequence[str] | None = None) -> None:
+        self._session = session
+        self._tokenizer = tokenizer
+        self._lock = lock or nullcontext()
+        if input_names is None:
+            get_inputs: Callable[[], Any] | None = getattr(session, "get_inputs", None)
+            input_names = [i.name for i in get_inputs()] if get_inputs else ["input_ids", "attention_mask"]
+        self._inputs = tuple(input_names)
+        self._cache: OrderedDict[str, WordStates] = OrderedDict()
+        self._cache_lock = threading.Lock()
+        self.runs = 0  # texts run through the model (cache misses), for benchmarks and tests
+
+    def encode(self, texts: Sequence[str]) -> list[WordStates]:
+        """Word states of each text, from the cache or one batched model run per batch."""
+        keys = [_digest(t[:MAX_CHARS]) for t in texts]
+        out: dict[str, WordStates] = {}
+        with self._cache_lock:
+            for k in keys:
+                hit = self._cache.get(k)
+                if hit is not None:
+                    self._cache.move_to_end(k)
+                    out[k] = hit
+        todo = {k: t[:MAX_CHARS] for k, t in zip(keys, texts, strict=True) if k not in out}
+        if todo:
+            fresh = self._run(list(todo.values()))
+            with self._cache_lock:
+                for k, ws in zip(todo, fresh, strict=True):
+                    out[k] = ws
+                    self._cache[k] = ws
+                while len(self._cache) > CACHE_MAX:
+                    self._cache.popitem(last=False)
+        return [out[k] for k in keys]
+
+    def _run(self, texts: list[str]) -> list[WordStates]:
+        encs = self._tokenizer.encode_batch(texts)  # padded to the longest of the call; cut per batch below
+        result: list[WordStates | None] = [None] * len(texts)
+        for batch in _batches([sum(e.attention_mask) for e in encs]):
+            length = max(sum(encs[i].attention_mask) for i in batch)
+            feed_all = {
+                "input_ids": np.array([encs[i].ids[:length] for i in batch], dtype=np.int64),
+                "attention_mask": np.array([encs[i].attention_mask[:length] for i in batch], dtype=np.int64),
+                "token_type_ids": np.array([encs[i].type_ids[:length] for i in batch], dtype=np.int64),
+            }
+            with self._lock:
+                states = self._session.run(None, {n: feed_all[n] for n in self._inputs})[0]
+            self.runs += len(batch)
+            for row, i in enumerate(batch):
+                result[i] = _word_states(texts[i], encs[i], states[row])
+        return [r for r in result if r is not None]
+
+
+def _batches(lengths: list[int]) -> list[list[int]]:
+    order = sorted(range(len(lengths)), key=lengths.__getitem__)
+    out: list[list[int]] = []
+    cur: list[int] = []
+    for i in order:
+        n = max(1, lengths[i])
+        if cur and (len(cur) >= MAX_BATCH or (len(cur) + 1) * n * n > BATCH_TOKENS2):
+            out.append(cur)
+            cur = []
+        cur.append(i)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _word_states(text: str, enc: Any, states: np.ndarray) -> WordStates:
+    """Mean of each word's word-piece states, kept for words that are content tokens."""
+    groups: dict[int, list[int]] = {}
+    for pos, (wid, mask) in enumerate(zip(enc.word_ids, enc.attention_mask, strict=False)):
+        if wid is not None and mask:
+            groups.setdefault(wid, []).append(pos)
+    tokens: list[str] = []
+    rows: list[np.ndarray] = []
+    for positions in groups.values():
+        start = enc.offsets[positions[0]][0]
+        end = enc.offsets[positions[-1]][1]
+        toks = content_tokens(text[start:end])
+        if not toks:
+            continue
+        vec = states[positions].mean(axis=0)
+        norm = float(np.linalg.norm(vec))
+        if norm > 0:
+            tokens.append(toks[0])
+            rows.append(vec / norm)
+    vecs = np.array(rows, dtype=np.float16) if rows else np.zeros((0, states.shape[-1]), dtype=np.float16)
+    return WordStates(tuple(tokens), vecs)
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+def soft_recall(claim: WordStates, evidence: Sequence[WordStates]) -> dict[str, float]:
+    """Each claim token's best cosine against any evidence word (a token seen twice: its best)."""
+    ev = [e.vecs for e in evidence if len(e.tokens)]
+    if not claim.tokens:
+        return {}
+    if not ev:
+        return dict.fromkeys(claim.tokens, 0.0)
+    sims = claim.vecs.astype(np.float32) @ np.concatenate(ev).astype(np.float32).T
+    best = sims.max(axis=1)
+    out: dict[str, float] = {}
+    for tok, b in zip(claim.tokens, best.tolist(), strict=True):
+        out[tok] = max(out.get(tok, -1.0), float(b))
+    return out
+
+
+def aligned_coverage(best: dict[str, float], weights: dict[str, float],
+                     clause_tokens: Sequence[Sequence[str]]) -> tuple[float, float]:
+    """IDF-weighted mean of the claim's best cosines, and the same for its worst clause."""
+    def mean(toks: Sequence[str]) -> float | None:
+        pairs = [(weights.get(t, 0.0), best[t]) for t in dict.fromkeys(toks) if t in best]
+        total = sum(w for w, _ in pairs)
+        return sum(w * b for w, b in pairs) / total if total > 0 else None
+
+    whole = mean(list(best))
+    if whole is None:
+        return 0.0, 0.0
+    per_clause = [m for m in (mean(c) for c in clause_tokens) if m is not None]
+    return whole, min(per_clause) if len(per_clause) > 1 else whole
+
+
+def encoder_from_embedder(embedder: Any) -> TokenEncoder | None:
+    """A TokenEncoder sharing the daemon's loaded model: the ONNX session and tokenizer inside bosun's
+    embedder wrappers (server/model.py's ``PooledOnnxModel`` holds ``session``; a fastembed model holds
+    ``model``), and the wrapper's model lock. None when the object holds no such session (another
+    embedder, a test double)."""
+    obj = embedder
+    lock = None
+    for _ in range(6):
+        lock = lock or getattr(obj, "_lock", None)
+        tokenizer = getattr(obj, "tokenizer", None)
+        for name in ("session", "model"):
+            session = getattr(obj, name, None)
+            if tokenizer is not None and session is not None and hasattr(session, "run"):
+                return TokenEncoder(session, tokenizer, lock)
+        obj = next((getattr(obj, a) for a in ("inner", "_model", "model") if getattr(obj, a, None) is not None), None)
+        if obj is None:
+            return None
+    return None

@@ -1,0 +1,198 @@
+"""Token-level soft alignment (core/audit/align.py): word states from an ONNX-like session, the soft
+recall and its clause minimum, the cache, the wiring into the audit and the service."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+import pytest
+from mcp import Client
+
+from bosun.core.audit.align import (
+    TokenEncoder,
+    WordStates,
+    aligned_coverage,
+    encoder_from_embedder,
+    soft_recall,
+)
+from bosun.core.audit.audit import ALIGNED_MODEL, audit, load_model
+from bosun.core.audit.config import AuditConfig
+from bosun.core.audit.match import ALIGNED_FEATURES
+from bosun.core.embedding import HashEmbedder
+from bosun.server.services.audit import AuditService
+
+DIM = 16
+
+
+class _IdSession:
+    """Stands in for the ONNX session: the state of a word piece is a fixed random vector of its id
+    (no context), so equal words align with cosine 1 and different words with a small cosine."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def get_inputs(self) -> list[Any]:
+        class _In:
+            def __init__(self, name: str) -> None:
+                self.name = name
+
+        return [_In("input_ids"), _In("attention_mask")]
+
+    def run(self, _names: Any, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        self.calls += 1
+        ids = feed["input_ids"]
+        out = np.stack([np.stack([np.random.default_rng(int(i)).standard_normal(DIM) for i in row]) for row in ids])
+        return [out.astype(np.float32)]
+
+
+def _tokenizer() -> Any:
+    from importlib.resources import files
+
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(files("bosun.core") / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"))
+    tok.enable_padding(pad_id=0, pad_token="[PAD]")
+    return tok
+
+
+@pytest.fixture
+def encoder() -> TokenEncoder:
+    return TokenEncoder(_IdSession(), _tokenizer())
+
+
+def test_word_states_keep_content_words_stemmed(encoder: TokenEncoder) -> None:
+    ws = encoder.encode(["The statute was unbelievably enacted in 1990."])[0]
+    assert ws.tokens[0] == "statut" and ws.tokens[-1] == "1990" and len(ws.tokens) == 4  # "unbelievably": one word
+    assert "the" not in ws.tokens and "was" not in ws.tokens
+    assert ws.vecs.shape == (len(ws.tokens), DIM)
+    assert np.allclose(np.linalg.norm(ws.vecs.astype(np.float32), axis=1), 1.0, atol=1e-2)
+
+
+def test_batched_and_single_runs_agree_and_are_cached(encoder: TokenEncoder) -> None:
+    texts = ["A short one.", "A much longer sentence about the museum that opened to the public in 1937.",
+             "Paris is the capital of France."]
+    together = encoder.encode(texts)
+    assert encoder.runs == 3
+    single = TokenEncoder(_IdSession(), _tokenizer())
+    for text, ws in zip(texts, together, strict=True):
+        alone = single.encode([text])[0]
+        assert alone.tokens == ws.tokens and np.allclose(alone.vecs, ws.vecs)
+    encoder.encode(texts + texts)
+    assert encoder.runs == 3  # every text came from the cache
+
+
+def test_soft_recall_and_the_clause_minimum(encoder: TokenEncoder) -> None:
+    claim, ev_same, ev_other = encoder.encode([
+        "The tower was built for the fair, and it was painted bright red.",
+        "The tower was built for the fair.",
+        "Museum tickets cost ten euros.",
+    ])
+    best = soft_recall(claim, [ev_same])
+    assert best["tower"] == pytest.approx(1.0, abs=1e-2) and best["fair"] == pytest.approx(1.0, abs=1e-2)
+    assert best["red"] < 0.9
+    weights = dict.fromkeys(best, 1.0)
+    whole, worst = aligned_coverage(best, weights, [("tower", "built", "fair"), ("paint", "bright", "red")])
+    assert worst < whole < 1.0
+    unrelated, _ = aligned_coverage(soft_recall(claim, [ev_other]), weights, [])
+    assert unrelated < whole
+    assert soft_recall(claim, []) == dict.fromkeys(claim.tokens, 0.0)
+    assert aligned_coverage({}, {}, []) == (0.0, 0.0)
+
+
+def test_encoder_found_inside_the_embedder_wrappers() -> None:
+    session, tokenizer = _IdSession(), _tokenizer()
+
+    class Pooled:  # as server/model.py's PooledOnnxModel
+        def __init__(self) -> None:
+            self.session, self.tokenizer = session, tokenizer
+
+    class Wrapper:  # as FastEmbedEmbedder
+        def __init__(self) -> None:
+            self._model, self._lock = Pooled(), threading.Lock()
+
+    class Caching:  # as CachingEmbedder
+        def __init__(self) -> None:
+            self.inner = Wrapper()
+
+    enc = encoder_from_embedder(Caching())
+    assert enc is not None and enc.encode(["Paris is in France."])[0].tokens == ("paris", "franc")
+    assert session.calls == 1
+    assert encoder_from_embedder(HashEmbedder(8)) is None
+
+
+CHUNKS = [{"content": "The Affordable Care Act was signed into law by President Obama in March 2010."},
+          {"content": "Museum tickets cost ten euros on weekdays."}]
+
+
+def _embed(texts: list[str]) -> np.ndarray:
+    return HashEmbedder(32).embed(texts)
+
+
+def test_audit_with_word_states_uses_the_aligned_model(encoder: TokenEncoder) -> None:
+    claim = "President Obama signed the Affordable Care Act into law in March 2010."
+    cfg = AuditConfig(matcher="semantic")
+    with_words = audit("", CHUNKS, claim, cfg, embed=_embed, words=encoder.encode)
+    without = audit("", CHUNKS, claim, cfg, embed=_embed)
+    assert with_words["token_alignment"] is True and without["token_alignment"] is False
+    feats = with_words["claims"][0]["features"]
+    assert feats["align"] > 0.9 and without["claims"][0]["features"]["align"] == 0.0
+    assert load_model(ALIGNED_MODEL).features == ALIGNED_FEATURES
+    assert audit("", CHUNKS, claim, LEXICAL, words=encoder.encode)["token_alignment"] is False
+
+
+LEXICAL = AuditConfig(matcher="bm25")
+
+
+async def test_service_aligns_with_the_models_session() -> None:
+    session = _IdSession()
+
+    class Pooled:
+        def __init__(self) -> None:
+            self.session, self.tokenizer = session, _tokenizer()
+
+    class Model:  # the Engine's surface the service uses
+        async def embed(self, texts: list[str]) -> np.ndarray:
+            return _embed(texts)
+
+        async def model_id(self) -> str:
+            return "fake"
+
+        async def embedder(self) -> Any:
+            return Pooled()
+
+    rep = await AuditService(Model()).report("", CHUNKS, "Obama signed the Affordable Care Act in 2010.", None)
+    assert rep["token_alignment"] is True and session.calls >= 1
+    assert rep["claims"][0]["features"]["align"] > 0.5
+
+
+async def test_service_without_token_states_falls_back_to_pooled_cosines() -> None:
+    class Model:
+        async def embed(self, texts: list[str]) -> np.ndarray:
+            return _embed(texts)
+
+        async def model_id(self) -> str:
+            return "fake"
+
+        async def embedder(self) -> Any:
+            return HashEmbedder(32)
+
+    rep = await AuditService(Model()).report("", CHUNKS, "Obama signed the Affordable Care Act in 2010.", None)
+    assert rep["token_alignment"] is False and rep["matcher"] == "semantic"
+
+
+def test_word_states_are_typed() -> None:
+    ws = WordStates(("a",), np.zeros((1, DIM), dtype=np.float16))
+    assert ws.vecs.dtype == np.float16
+
+
+@pytest.mark.model
+async def test_real_model_aligns_a_paraphrase(real_client: Client) -> None:
+    """With the real model, a synonym ("enacted" for "signed into law") aligns better than an unrelated page."""
+    res = await real_client.call_tool("audit", {
+        "response": "President Obama enacted the Affordable Care Act in March 2010.", "chunks": CHUNKS,
+        "config": {"matcher": "semantic"}})
+    report = res.structured_content
+    assert report["token_alignment"] is True
+    assert report["claims"][0]["features"]["align"] > 0.6
