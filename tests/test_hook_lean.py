@@ -192,3 +192,16 @@ def test_settings_write_merges_into_a_file(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "bosun", "hook", "settings", "--write", str(target)],
                           capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 2 and target.read_text() == "[1]"
+
+
+def test_with_site_keeps_the_script_directory_behind_site_packages() -> None:
+    """Once the lean path needs bosun's modules it loads ``site``; the commands directory (``progress.py``,
+    ``stats.py``...) stays last on ``sys.path``, so it never shadows an installed package."""
+    here = str(SCRIPT.parent)
+    code = ("import sys; sys.path.append(sys.argv[1]); import _lean; _lean.with_site(); "
+            "import bosun.server.config; print(sys.path[-1] == sys.argv[1], "
+            "any('site-packages' in p for p in sys.path[:-1]))")
+    done = subprocess.run([sys.executable, "-S", "-P", "-c", code, here], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"]

@@ -240,11 +240,18 @@ def process_age_ms() -> float | None:
 
 
 def with_site() -> None:
-    """Load ``site`` now if the interpreter started without it (``-S``): bosun's own modules live in site-packages."""
+    """Load ``site`` now if the interpreter started without it (``-S``): bosun's own modules live in site-packages.
+
+    The entry scripts appended this directory to ``sys.path``; it is moved back behind site-packages, so a
+    module here (``progress.py``, ``stats.py``...) never stands in for an installed package of that name."""
     if sys.flags.no_site:
         import site
 
         site.main()
+        here = os.path.dirname(os.path.abspath(__file__))
+        if here in sys.path:
+            sys.path.remove(here)
+            sys.path.append(here)
 
 
 # -- telemetry of a process with no Config bound (server/telemetry.py's ``write`` for the hook) ----------
