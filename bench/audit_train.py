@@ -8,7 +8,8 @@
 Data (bench/audit_data.py): WiCE-dev and ExpertQA-dev with the strict mapping (supported only when
 fully supported; partial counts as not supported), one fifth of each set's groups held out by a
 fixed seed and never used here. Arms: ``lexical`` (BM25 candidates + coverage features),
-``semantic`` (embedding cosines only, plus the mismatch flag) and ``hybrid`` (both). For each
+``semantic`` (embedding cosines only, plus the mismatch flag), ``hybrid`` (both) and ``hybrid + token
+alignment`` (plus ``align``, core/audit/align.py: the default when the model's session is at hand). For each
 arm: grouped 5-fold cross-validation over both sets (groups = WiCE page / ExpertQA answer), and
 transfer: fit on one set, test on the other. A claim counts as supported when the model says
 p >= 0.5 and no consistency check fired, as at run time.
