@@ -31,7 +31,13 @@ from bosun.core.offload.outline import (
     utf8_offset,
     utf8_tail_bytes,
 )
-from bosun.core.offload.query import branch_literals, compile_pattern, error_signature, run_query
+from bosun.core.offload.query import (
+    branch_literals,
+    bytes_pattern,
+    compile_pattern,
+    error_signature,
+    run_query,
+)
 from bosun.core.task.ledger import ledger_of, parse_prices
 from bosun.core.tokens import estimate_tokens
 
@@ -323,3 +329,37 @@ def test_grep_seeded_at_branch_literals_matches_a_full_scan() -> None:
         assert got.extra["matches"] == len(lines), pattern
         shown = [int(ln.split(":", 1)[0]) for ln in got.text.splitlines()]  # cut to max_tokens
         assert shown and shown == sorted(lines)[: len(shown)], pattern
+
+
+def _grep_by_text(text: str, pattern: str, ignore_case: bool) -> list[int]:
+    """Line numbers a full scan of the decoded text finds (the reference for the bytes scan)."""
+    rx = compile_pattern(pattern, ignore_case)
+    return sorted({text.count("\n", 0, m.start()) + 1 for m in rx.finditer(text)})
+
+
+def test_grep_on_utf8_bytes_when_the_pattern_matches_ascii_only() -> None:
+    """A non-ASCII payload is scanned as bytes when every piece of the pattern matches ASCII
+    characters only (one byte each); ``.`` outside a greedy run, ``\\w``/``\\b`` and negated classes
+    keep the str scan, and so does case folding when the text holds a character an ASCII letter
+    folds to (the Kelvin sign for k)."""
+    text = "".join(f"ligne {i} é: {'Error: ünïcode' if i % 9 == 0 else 'ok'} aéb\n" for i in range(3000))
+    text += "x" * 500 + "é" * 300 + " Error: deep in a long line " + "ü" * 200 + "\n"
+    data = text.encode()
+    for pattern, ignore_case in ((r"^ligne 9 |Error", False), (r"error: .+code", True), (r"é: Error", False),
+                                 (r"Error: .*$", False), (r"(?=E)Err", False), (r"ok a", False)):
+        if pattern.isascii():
+            assert bytes_pattern(pattern, ignore_case, data) is not None, pattern
+        got = run_query(data, "grep", pattern=pattern, ignore_case=ignore_case, max_matches=100_000,
+                        max_tokens=10**6, max_bytes=10**6)
+        lines = _grep_by_text(text, pattern, ignore_case)
+        assert got.extra["matches"] == len(lines), pattern
+        assert [int(ln.split(":", 1)[0]) for ln in got.text.splitlines()] == lines, pattern
+    long_line = run_query(data, "grep", pattern="deep in", max_matches=1).text
+    assert long_line.endswith("[chars 648-975 of 1028]\n")  # character offsets, as the str scan counts them
+    for pattern, ignore_case in ((r"a.b", False), (r"\bok\b", False), (r"[^x]ok", False), (r"é\w", False)):
+        assert bytes_pattern(pattern, ignore_case, data) is None, pattern
+        got = run_query(data, "grep", pattern=pattern, ignore_case=ignore_case, max_matches=1)
+        assert got.extra["matches"] == len(_grep_by_text(text, pattern, ignore_case)) > 0, pattern
+    kelvin = "line \u212a ok\nline k ok\n".encode()
+    assert bytes_pattern("k", True, kelvin) is None and bytes_pattern("k", False, kelvin) is not None
+    assert run_query(kelvin, "grep", pattern="K", ignore_case=True).extra["matches"] == 2

@@ -6,6 +6,7 @@ cut, so a recall can never flood the prompt it was meant to keep small.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import time
@@ -172,26 +173,94 @@ def compile_pattern(pattern: str | None, ignore_case: bool = False, field: str =
 # Unicode properties, POSIX classes and named characters: (?i)\p{Lu} and (?i)[[:upper:]] match "a"
 # in a str, not in bytes
 _STR_ONLY = ("\\p", "\\P", "\\N", "[:")
+# the non-ASCII characters an ASCII letter (or range of letters) matches case-insensitively in a str
+# (found by testing every code point against (?i)[a-zA-Z] with the engine): İ ı ſ K (Kelvin sign)
+_ASCII_FOLDS = tuple(chr(c).encode() for c in (0x130, 0x131, 0x17F, 0x212A))
+_SRE: Any = importlib.import_module("re._parser")  # the standard library's regex parser (no stub)
+_SRE_FLAGS = re.IGNORECASE | re.MULTILINE | re.VERBOSE | re.UNICODE  # (?i) (?m) (?x) (?u) only
 
 
 def bytes_pattern(pattern: str, ignore_case: bool, data: bytes) -> Any:
     r"""The pattern compiled for ``data``'s bytes when a scan of them finds exactly what a scan of the
-    decoded text would (at the same offsets), else None.
+    decoded text would (at the same offsets, as bytes), else None.
 
     That holds when payload and pattern are ASCII: every character is one byte, and the engine's
     classes (``\w \s \d \b``, ``.``, case folding) agree on all 128 ASCII characters in both
     modes; Unicode properties, POSIX classes and named characters (``(?i)\p{Lu}`` and
     ``(?i)[[:upper:]]`` also match "a" in a ``str``) and patterns the bytes engine refuses (``\u`` escapes, ``(?u)``) keep the ``str``
-    scan. Skipping the decode, and counting line numbers with numpy, makes a grep over a
-    megabyte faster.
+    scan. A payload with non-ASCII text (``utf8_safe``) takes the bytes scan too when every piece of the
+    pattern matches ASCII characters only, so it can never match inside a multi-byte character.
+    Skipping the decode, and counting line numbers with numpy, makes a grep over a megabyte faster.
     """
-    if not pattern.isascii() or any(c in pattern for c in _STR_ONLY) or not data.isascii():
+    if not pattern.isascii() or any(c in pattern for c in _STR_ONLY):
+        return None
+    if not data.isascii() and not utf8_safe(pattern, ignore_case, data):
         return None
     flags = regex.MULTILINE | (regex.IGNORECASE if ignore_case else 0)
     try:
         return regex.compile(pattern.encode("ascii"), flags)
     except (regex.error, ValueError, OverflowError, TypeError):
         return None
+
+
+def utf8_safe(pattern: str, ignore_case: bool, data: bytes) -> bool:
+    r"""Whether ``pattern`` finds the same matches in UTF-8 ``data`` as in its decoded text.
+
+    True when every piece of the pattern (parsed by the standard library's parser, which must
+    accept it) matches ASCII characters only, one byte each: ASCII literals and classes of them
+    (not negated), ``^ $ \A \Z``, groups, alternation, repeats, lookaheads/lookbehinds that consume;
+    ``.`` only as a greedy ``.*`` or ``.+`` (a run of characters is a run of bytes between two
+    character boundaries). None of these matches a byte of a multi-byte character, and a match cannot
+    be empty, so every match starts and ends at the same character boundary in both scans. Out:
+    ``\w \d \s \b``, negated classes, ``.`` elsewhere (one character is 1-4 bytes), back-references
+    and negative lookarounds. Case-insensitive: only when the text holds none of the four
+    non-ASCII characters an ASCII letter folds to.
+    """
+    try:
+        parsed = _SRE.parse(pattern, re.MULTILINE | (re.IGNORECASE if ignore_case else 0))
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return False
+    if parsed.state.flags & ~_SRE_FLAGS or parsed.getwidth()[0] == 0:
+        return False
+    folds = [bool(parsed.state.flags & re.IGNORECASE)]
+    if not _ascii_only(list(parsed), folds):
+        return False
+    return not folds[0] or not any(f in data for f in _ASCII_FOLDS)
+
+
+def _ascii_only(items: list[tuple[Any, Any]], folds: list[bool]) -> bool:
+    """``utf8_safe`` over parsed items (``folds[0]`` is set when a scoped ``(?i:...)`` occurs)."""
+    c = _SRE
+    for op, av in items:
+        name = str(op)
+        if name == "LITERAL":
+            ok = av < 128
+        elif name == "IN":
+            ok = all(str(k) in ("LITERAL", "RANGE") and (v if str(k) == "LITERAL" else v[1]) < 128 for k, v in av)
+        elif name == "AT":
+            ok = str(av) in ("AT_BEGINNING", "AT_END", "AT_BEGINNING_STRING", "AT_END_STRING")
+        elif name == "BRANCH":
+            ok = all(_ascii_only(list(b), folds) for b in av[1])
+        elif name == "SUBPATTERN":
+            _group, add, remove, body = av
+            if (add | remove) & ~_SRE_FLAGS:
+                return False
+            folds[0] = folds[0] or bool(add & re.IGNORECASE)
+            ok = _ascii_only(list(body), folds)
+        elif name in ("MAX_REPEAT", "MIN_REPEAT"):
+            lo, hi, body = av
+            body = list(body)
+            if len(body) == 1 and str(body[0][0]) == "ANY":  # . only as a greedy run of one or more
+                ok = name == "MAX_REPEAT" and lo <= 1 and hi == c.MAXREPEAT
+            else:
+                ok = _ascii_only(body, folds)
+        elif name == "ASSERT":  # (?=x) (?<=x): must consume, so it fails inside a character
+            ok = av[1].getwidth()[0] > 0 and _ascii_only(list(av[1]), folds)
+        else:  # ANY, NOT_LITERAL, CATEGORY, GROUPREF, ASSERT_NOT, atomic and possessive forms ...
+            ok = False
+        if not ok:
+            return False
+    return True
 
 
 def scan_lines(text: str | bytes, rx: Any, deadline: float,
@@ -279,8 +348,9 @@ def _top_level_branches(pattern: str) -> list[str]:
 
 def _seeds(hay: str | bytes, literals: list[str], ignore_case: bool) -> list[int] | None:
     """Sorted offsets where one of ``literals`` occurs (case-folded when asked), or None past
-    MAX_SEEDS, or for a case-folded search of non-ASCII text (folding could change its length)."""
-    if ignore_case and not hay.isascii():
+    MAX_SEEDS, or for a case-folded search of non-ASCII text (folding could change its length; bytes
+    fold their ASCII letters only)."""
+    if ignore_case and isinstance(hay, str) and not hay.isascii():
         return None
     if ignore_case:
         hay = hay.lower()
@@ -392,11 +462,12 @@ def _grep(
     total_lines = count_lines(data)
     hits = found[:max_matches]
     shown: list[str] = []
-    if rxb is not None:  # ASCII: each shown line decoded alone, then cut as the str path would
+    if rxb is not None:  # each shown line decoded alone (as the whole text decodes), then cut as the str path would
         for start, no, m in hits:
             end = data.find(b"\n", start)
-            line = data[start : end if end >= 0 else len(data)].decode("ascii")
-            shown.append(f"{no}:{_around(line, 0, _Shifted(m, start), rx)}\n")
+            line_bytes = data[start : end if end >= 0 else len(data)]
+            line = line_bytes.decode("utf-8", "replace")
+            shown.append(f"{no}:{_around(line, 0, _Shifted(m, start, line_bytes, len(line) == len(line_bytes)), rx)}\n")
     elif context == 0:
         shown = [f"{no}:{_around(text, start, m, rx)}\n" for start, no, m in hits]
     else:
@@ -425,13 +496,16 @@ def _grep(
 
 
 class _Shifted:
-    """A match whose ``start()`` is counted from ``base`` (a bytes match shown on its line alone)."""
+    """A bytes match whose ``start()`` is the character offset within its line (shown alone)."""
 
-    def __init__(self, m: Any, base: int) -> None:
-        self._m, self._base = m, base
+    def __init__(self, m: Any, base: int, line: bytes, ascii_line: bool) -> None:
+        self._m, self._base, self._line, self._ascii = m, base, line, ascii_line
 
     def start(self) -> int:
-        return int(self._m.start()) - self._base
+        offset = int(self._m.start()) - self._base
+        if self._ascii:
+            return offset
+        return len(self._line[:offset].decode("utf-8", "replace"))  # a match starts at a character boundary
 
 
 LONG_LINE = 400  # a longer matching line (minified JSON, a log blob) is shown around the match only
