@@ -9,12 +9,18 @@ text is cached), it measures, over MCP (in-memory client):
 * ``model load s``: the embedding model's load, which the first route waits for;
 * what the first answer said (hits, and the "index building, N of M" notice when it came early).
 
-    python bench/route_cold.py
+Each corpus runs in a fresh process, so each pays the imports of a cold daemon (the first corpus of one
+process would otherwise pay them for both). The demo corpus's texts ship with their vectors; the
+13-policy corpus is a corpus the package has never seen, so all of its texts are embedded.
+
+    python bench/route_cold.py [--rounds N]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import subprocess
 import sys
 import tempfile
 import time
@@ -52,17 +58,28 @@ async def cold(name: str, corpus: list[Path], home: Path) -> None:
               f"| {[h['name'] for h in out.get('hits', [])]} | {building[0] if building else '-'} |", flush=True)
 
 
-async def main_async() -> None:
-    print("| corpus | documents | texts | background vectors | model load s | first route s | full build s "
-          "| first hits | notice |")
-    print("|---|---:|---:|---|---:|---:|---:|---|---|")
-    for name, corpus in (("demo", []), ("heldout (13)", [REPO / "examples" / "policies-heldout"])):
-        with tempfile.TemporaryDirectory() as tmp:
-            await cold(name, corpus, Path(tmp) / "home")
+CORPORA: dict[str, list[Path]] = {"demo": [], "heldout (13)": [REPO / "examples" / "policies-heldout"]}
+
+
+async def one(name: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        await cold(name, CORPORA[name], Path(tmp) / "home")
 
 
 def main() -> int:
-    asyncio.run(main_async())
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--only", choices=list(CORPORA), help=argparse.SUPPRESS)  # one corpus in this process
+    args = ap.parse_args()
+    if args.only:
+        asyncio.run(one(args.only))
+        return 0
+    print("| corpus | documents | texts embedded | background vectors | model load s | first route s | full build s "
+          "| first hits | notice |")
+    print("|---|---:|---:|---|---:|---:|---:|---|---|")
+    for _ in range(args.rounds):
+        for name in CORPORA:
+            subprocess.run([sys.executable, __file__, "--only", name], check=True)
     return 0
 
 
