@@ -1,8 +1,17 @@
 """Shared fixtures: an Engine on a temp BOSUN_HOME, with a fast deterministic
-embedder for tests about logic, or the real embedded model for tests about meaning."""
+embedder for tests about logic, or the real embedded model for tests about meaning.
+
+Also how the suite spreads over the CPUs (pytest-xdist, ``-n auto --dist loadgroup`` in
+pyproject): the whole suite runs on one worker per usable CPU (at most ``MAX_WORKERS``), because
+most of its time is spent waiting on real ``bosun`` processes; a run that names files or test ids
+stays in this process (a worker's start-up would cost more than it saves). Tests sharing a module-
+or session-scoped fixture of this suite (a daemon, a parsed Dockerfile) stay together in one worker,
+so the fixture is built once and the module's tests run in their written order.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -15,6 +24,44 @@ from bosun.server.config import Config
 from bosun.server.engine import Engine
 
 _REAL_MODEL = None
+MAX_WORKERS = 4  # each worker holds its own model (~0.5 GB) and, when needed, its own PostgreSQL cluster
+
+
+def _whole_suite(config: pytest.Config) -> bool:
+    """True when the run collects directories (the README's bare ``pytest``), not named files or ids."""
+    return all(Path(arg.split("::")[0]).is_dir() for arg in config.args)
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto``: one per usable CPU for the whole suite, none (in-process) for a partial run."""
+    override = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
+    if override:
+        return int(override)
+    if not _whole_suite(config):
+        return 0
+    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
+
+
+def _shared_scope(item: pytest.Item) -> str | None:
+    """The group of tests that must share ``item``'s worker: its module when it uses one of the suite's
+    own module-, package- or session-scoped fixtures (plugins' fixtures, e.g. tmp_path_factory, do not count)."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    for name in info.names_closure:
+        for fixturedef in info.name2fixturedefs.get(name, ()):
+            if fixturedef.scope != "function" and fixturedef.baseid:
+                return item.nodeid.split("::")[0]
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests that share a costly fixture with one ``xdist_group`` (used by ``--dist loadgroup``)."""
+    for item in items:
+        group = _shared_scope(item)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def real_model_factory(config: Config):  # type: ignore[no-untyped-def]

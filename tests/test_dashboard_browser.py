@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.helpers_proc import BOSUN, env_for, stop, wait_for_daemon
+from tests.helpers_proc import BOSUN, quick_env, stop, wait_for_daemon
 from tests.test_observe import PYTEST_OUT
 
 CHROMIUM = os.environ.get("BOSUN_CHROMIUM", "/usr/bin/chromium")
@@ -50,13 +50,26 @@ def _browser_or_skip() -> None:
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[dict[str, Any]]:
     home = tmp_path / "home"
-    proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(home)], env=env_for(home),
+    proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(home)], env=quick_env(home),
                             stderr=subprocess.DEVNULL)
     try:
         info = wait_for_daemon(home, proc)
         info["base"] = info["url"].rsplit("/mcp", 1)[0]
         info["home"] = home
         yield info
+    finally:
+        stop(proc.pid)
+        proc.wait(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def token_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One daemon bound beyond loopback with a token, shared by the module's read-only token checks."""
+    home = tmp_path_factory.mktemp("dashboard-token") / "home"
+    proc = subprocess.Popen([*BOSUN, "serve", "--host", "0.0.0.0", "--port", "0", "--home", str(home)],
+                            env=quick_env(home, BOSUN_TOKEN="dash-s3cret"), stderr=subprocess.DEVNULL)
+    try:
+        yield wait_for_daemon(home, proc)["url"].rsplit("/mcp", 1)[0]
     finally:
         stop(proc.pid)
         proc.wait(timeout=20)
@@ -134,42 +147,28 @@ async def test_page_shows_a_task_its_savings_and_updates_live(daemon: dict[str, 
         assert shot.stat().st_size > 10_000
 
 
-def test_beyond_loopback_a_request_without_the_token_is_refused(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    proc = subprocess.Popen([*BOSUN, "serve", "--host", "0.0.0.0", "--port", "0", "--home", str(home)],
-                            env=env_for(home, BOSUN_TOKEN="dash-s3cret"), stderr=subprocess.DEVNULL)
-    try:
-        base = wait_for_daemon(home, proc)["url"].rsplit("/mcp", 1)[0]
-        for path in ("/dashboard", "/dashboard/api/stats", "/dashboard/events", "/dashboard/static/app.js"):
-            try:
-                urllib.request.urlopen(base + path, timeout=30)
-                raise AssertionError(f"{path} was served without the token")
-            except urllib.error.HTTPError as exc:
-                assert exc.code == 401, path
-        req = urllib.request.Request(base + "/dashboard/api/stats", headers={"Authorization": "Bearer dash-s3cret"})
-        with urllib.request.urlopen(req, timeout=60) as resp:
-            body = json.loads(resp.read())
-        assert body["daemon"]["version"] and "path" not in body["daemon"]["store"]
-    finally:
-        stop(proc.pid)
-        proc.wait(timeout=20)
+def test_beyond_loopback_a_request_without_the_token_is_refused(token_daemon: str) -> None:
+    base = token_daemon
+    for path in ("/dashboard", "/dashboard/api/stats", "/dashboard/events", "/dashboard/static/app.js"):
+        try:
+            urllib.request.urlopen(base + path, timeout=30)
+            raise AssertionError(f"{path} was served without the token")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 401, path
+    req = urllib.request.Request(base + "/dashboard/api/stats", headers={"Authorization": "Bearer dash-s3cret"})
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        body = json.loads(resp.read())
+    assert body["daemon"]["version"] and "path" not in body["daemon"]["store"]
 
 
-async def test_browser_without_the_token_gets_401_and_with_it_the_page(tmp_path: Path, browser: Any) -> None:
-    home = tmp_path / "home"
-    proc = subprocess.Popen([*BOSUN, "serve", "--host", "0.0.0.0", "--port", "0", "--home", str(home)],
-                            env=env_for(home, BOSUN_TOKEN="dash-s3cret"), stderr=subprocess.DEVNULL)
-    try:
-        base = wait_for_daemon(home, proc)["url"].rsplit("/mcp", 1)[0]
-        page = await browser.new_page()
-        refused = await page.goto(base + "/dashboard")
-        assert refused is not None and refused.status == 401
-        await browser.set_extra_http_headers({"Authorization": "Bearer dash-s3cret"})
-        page = await browser.new_page()
-        ok = await page.goto(base + "/dashboard")
-        assert ok is not None and ok.status == 200
-        await page.wait_for_function("() => document.querySelector('#status').textContent !== 'loading…'",
-                                     timeout=WAIT_MS)
-    finally:
-        stop(proc.pid)
-        proc.wait(timeout=20)
+async def test_browser_without_the_token_gets_401_and_with_it_the_page(token_daemon: str, browser: Any) -> None:
+    base = token_daemon
+    page = await browser.new_page()
+    refused = await page.goto(base + "/dashboard")
+    assert refused is not None and refused.status == 401
+    await browser.set_extra_http_headers({"Authorization": "Bearer dash-s3cret"})
+    page = await browser.new_page()
+    ok = await page.goto(base + "/dashboard")
+    assert ok is not None and ok.status == 200
+    await page.wait_for_function("() => document.querySelector('#status').textContent !== 'loading…'",
+                                 timeout=WAIT_MS)

@@ -13,7 +13,16 @@ import anyio
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.helpers_proc import BOSUN, env_for, health, serve_pids, stop, wait_for_daemon, wait_ready
+from tests.helpers_proc import (
+    BOSUN,
+    env_for,
+    health,
+    quick_env,
+    serve_pids,
+    stop,
+    wait_for_daemon,
+    wait_ready,
+)
 
 INIT = {
     "jsonrpc": "2.0",
@@ -35,7 +44,7 @@ def test_stdio_answers_initialize_before_the_model_is_ready_and_keeps_stdout_cle
     # stdio and HTTP in one process: HTTP lets the test watch the model load
     proc = subprocess.Popen(
         [*BOSUN, "serve", "--stdio", "--port", "0", "--home", str(home)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env_for(home),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=quick_env(home),
     )
     try:
         assert proc.stdout is not None
@@ -67,7 +76,7 @@ def test_stdio_answers_initialize_before_the_model_is_ready_and_keeps_stdout_cle
 
 async def test_http_daemon_health_calls_and_bad_input(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(home)], env=env_for(home),
+    proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(home)], env=quick_env(home),
                             stderr=subprocess.PIPE)
     try:
         daemon = wait_for_daemon(home, proc)
@@ -105,7 +114,7 @@ def test_binding_beyond_loopback_needs_a_token(tmp_path: Path) -> None:
 async def test_bearer_token_guards_mcp_but_not_healthz(tmp_path: Path) -> None:
     home = tmp_path / "home"
     proc = subprocess.Popen([*BOSUN, "serve", "--host", "0.0.0.0", "--port", "0", "--home", str(home)],
-                            env=env_for(home, BOSUN_TOKEN="s3cret-token"), stderr=subprocess.PIPE)
+                            env=quick_env(home, BOSUN_TOKEN="s3cret-token"), stderr=subprocess.PIPE)
     try:
         daemon = wait_for_daemon(home, proc)
         assert daemon["token"] == "s3cret-token"
@@ -134,7 +143,7 @@ async def test_bearer_token_guards_mcp_but_not_healthz(tmp_path: Path) -> None:
 
 async def test_two_bridges_started_together_share_one_daemon(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    params = StdioServerParameters(command=BOSUN[0], args=[*BOSUN[1:], "stdio"], env=env_for(home))
+    params = StdioServerParameters(command=BOSUN[0], args=[*BOSUN[1:], "stdio"], env=quick_env(home))
     names: list[set[str]] = []
 
     async def one_host() -> None:
@@ -165,7 +174,7 @@ async def test_two_bridges_started_together_share_one_daemon(tmp_path: Path) -> 
 async def test_one_process_serves_stdio_and_http_from_one_state(tmp_path: Path) -> None:
     home = tmp_path / "home"
     params = StdioServerParameters(command=BOSUN[0], args=[*BOSUN[1:], "serve", "--stdio", "--port", "0"],
-                                   env=env_for(home))
+                                   env=quick_env(home))
     async with Client(params) as over_stdio:
         started = await over_stdio.call_tool("plan", {"mode": "start", "objective": "fix the flaky login test",
                                                       "steps": ["reproduce", "fix", "verify"]})
@@ -190,8 +199,8 @@ async def test_one_process_serves_stdio_and_http_from_one_state(tmp_path: Path) 
 async def test_bosun_tools_narrows_one_hosts_tool_list_not_the_shared_daemon(tmp_path: Path) -> None:
     home = tmp_path / "home"
     narrow = StdioServerParameters(command=BOSUN[0], args=[*BOSUN[1:], "stdio"],
-                                   env=env_for(home, BOSUN_TOOLS="recall,plan"))
-    wide = StdioServerParameters(command=BOSUN[0], args=[*BOSUN[1:], "stdio"], env=env_for(home))
+                                   env=quick_env(home, BOSUN_TOOLS="recall,plan"))
+    wide = StdioServerParameters(command=BOSUN[0], args=[*BOSUN[1:], "stdio"], env=quick_env(home))
     try:
         async with Client(narrow) as client:
             assert {t.name for t in (await client.list_tools()).tools} == {"recall", "plan"}
@@ -216,7 +225,7 @@ async def test_a_folder_named_bosun_in_the_working_directory_does_not_shadow_the
     (cwd / "bosun").mkdir(parents=True)
     (cwd / "bosun" / "__init__.py").write_text("raise SystemExit('the shadowing folder was imported')\n")
     script = str(Path(BOSUN[0]).parent / "bosun")  # the console script a host runs
-    params = StdioServerParameters(command=script, args=["stdio"], env=env_for(home), cwd=str(cwd))
+    params = StdioServerParameters(command=script, args=["stdio"], env=quick_env(home), cwd=str(cwd))
     try:
         async with Client(params) as client:
             res = await client.call_tool("recall", {"ref": MISSING_REF})
