@@ -9,12 +9,19 @@ clause pass is left out, so the figures sit a little below ``route_dev.py``'s). 
 * ``second``: the second document with or without the one-word gate;
 * ``gap``: the one-word gate's "closer to the document than to every background prompt" test relaxed
   by a margin, or dropped;
-* ``or-bgz``: a second admission path, bg_z above a high quantile of the null alone.
+* ``or-bgz``: a second admission path, bg_z above a high quantile of the null alone;
+* ``claimed gap k``: the everyday-gap test leaves out the background prompts the candidate document
+  itself serves (their leave-one-out bg_z on it >= k, or >= the corpus's own one-word gate): a tool
+  list serves "what's the weather this weekend", so resembling that prompt is no evidence against it;
+* ``learned``: a logistic model on corpus-relative features of the top candidate (its probability and
+  bg_z as percentiles of this corpus's null, the everyday gap with and without claimed prompts, margins,
+  the prompt's length and the share of its words any document has), fitted on one group of corpora
+  and applied to the others (leave-one-corpus-out); the second document keeps the shipped rule.
 
 Also printed: ROC AUC of single statistics of the top candidate (top-1 right positives vs negatives),
 raw and as percentiles of the corpus's own null, to show how much any one signal separates.
 
-    python bench/route_decision_ab.py [--corpora metatool,mt15,demo,heldout]
+    python bench/route_decision_ab.py [--corpora metatool,mt15,demo,heldout] [--skip-learned]
 """
 
 from __future__ import annotations
@@ -46,9 +53,18 @@ def collect(names: list[str]) -> dict[str, Corpus]:
         index = R.build_index_with(pols, BenchEmbedder(emb))
         texts = list(dict.fromkeys(q["query"] for q in qs))
         vecs = dict(zip(texts, embed_cached(emb, texts), strict=True))
+        assert index.bg_vecs is not None and index.vectorizer is not None
+        sims = R.background_scores(index, index.bg_vecs)
+        z_loo = leave_one_out_z(sims, R.BG_SD_FLOOR)
+        null_p, top = R.null_probabilities(index, SHIPPED, sims)
+        null_z = z_loo[np.arange(len(top)), top]
+        own_gate = float(np.clip(np.quantile(null_z, 0.8), 1.0, 6.0))
+        vocab = set(index.vectorizer.vocabulary_) | set(getattr(index.chunk_vectorizer, "vocabulary_", {}))
         rows = []
         for q in qs:
             sc = R.score(index, q["query"], vecs[q["query"]])
+            near = index.bg_vecs @ vecs[q["query"]].astype(np.float32)
+            stems = {st for _, st in R.content_words(q["query"])}
             cands = []
             for d in sc.order[:3].tolist():
                 f = R.decision_features(sc, d)
@@ -56,31 +72,40 @@ def collect(names: list[str]) -> dict[str, Corpus]:
                 f["rel"] = float(pols[d].name in set(q["relevant"]))
                 ranked = np.sort(sc.fused)[::-1]
                 f["fused"], f["fused_margin"] = float(ranked[0]), float(ranked[0] - ranked[1])
+                for name, k in (*((str(k), k) for k in CLAIM_KS), ("gate", own_gate)):
+                    kept = z_loo[:, d] < k  # background prompts this document does not serve
+                    f[f"gap_{name}"] = float(sc.semantic[d]) - (float(near[kept].max()) if kept.any() else -1.0)
+                f["qlen"] = float(len(stems))
+                f["hitfrac"] = len(stems & vocab) / max(1, len(stems))
                 cands.append(f)
             rows.append((q["kind"], len(q["relevant"]), cands))
-        assert index.bg_vecs is not None
-        sims = R.background_scores(index, index.bg_vecs)
-        z_loo = leave_one_out_z(sims, R.BG_SD_FLOOR)
-        null_p, top = R.null_probabilities(index, SHIPPED, sims)
-        out[cname] = {"rows": rows, "null_p": null_p, "null_z": z_loo[np.arange(len(top)), top]}
+        out[cname] = {"rows": rows, "null_p": null_p, "null_z": null_z}
         print(f"{cname}: {len(pols)} docs, {len(qs)} queries", file=sys.stderr)
     return out
 
 
-def _admit(f: dict[str, float], thr: float, gate: float, gap_min: float) -> bool:
-    """abstain.admissible, with the everyday-gap test's margin as a parameter."""
+CLAIM_KS = (2.0, 3.0, 4.0, 5.0)
+
+
+def _admit(f: dict[str, float], thr: float, gate: float, gap_min: float, gap: str = "bg_gap") -> bool:
+    """abstain.admissible, with the everyday-gap test's margin and its variant (``gap``) as parameters."""
     if f["p"] < thr or f["mention"] >= 1:
         return False
     if f["multi"] >= 1:
         return True
     if f["pair"] >= 1:
-        return f["bg_gap"] > gap_min
-    return f["bg_z"] >= gate and f["bg_gap"] > gap_min
+        return f[gap] > gap_min
+    return f["bg_z"] >= gate and f[gap] > gap_min
 
 
 def decide(c: Corpus, T: float = 0.6, G: float = 0.8, N: float = 0.4, second_gate: bool = True,
-           gap_min: float = 0.0, or_bgz: float | None = None) -> dict[str, list[float]]:
-    """Per kind: [n, recall@2, top-1, false alarms, hits, right hits]."""
+           gap_min: float = 0.0, or_bgz: float | None = None, gap: str = "bg_gap",
+           first: Any = None) -> dict[str, list[float]]:
+    """Per kind: [n, recall@2, top-1, false alarms, hits, right hits].
+
+    ``first``: a function (corpus, candidate features) -> bool deciding the first document instead
+    (the learned model); later documents keep the shipped rule.
+    """
     thr = float(np.clip(np.quantile(c["null_p"], T), 0.05, 0.9))
     gate = float(np.clip(np.quantile(c["null_z"], G), 1.0, 6.0))
     nxt = min(thr, float(np.clip(np.quantile(c["null_p"], N), 0.05, 0.9)))
@@ -91,10 +116,14 @@ def decide(c: Corpus, T: float = 0.6, G: float = 0.8, N: float = 0.4, second_gat
         for f in cands:
             if len(hits) >= 2:
                 break
-            if hits and not second_gate:
+            if first is not None and not hits:
+                ok = bool(first(c, f))
+                if not ok:
+                    break
+            elif hits and not second_gate:
                 ok = f["p"] >= nxt and f["mention"] < 1
             else:
-                ok = _admit(f, nxt if hits else thr, gate, gap_min)
+                ok = _admit(f, nxt if hits else thr, gate, gap_min, gap)
             ok = ok or (f["bg_z"] >= zb and f["bg_gap"] > gap_min and f["mention"] < 1)
             if ok:
                 hits.append(f)
@@ -134,6 +163,40 @@ def row(label: str, data: dict[str, Corpus], **kw: Any) -> str:
     return f"| {label} | " + " | ".join(out) + " |"
 
 
+LEARNED = ("p_pct", "bgz_pct", "bg_gap", "gap_4.0", "multi", "pair", "margin", "fused_margin", "qlen",
+           "hitfrac", "z", "mention")
+
+
+def _relative(c: Corpus, f: dict[str, float]) -> list[float]:
+    """The learned model's inputs: probability and bg_z as percentiles of this corpus's null, the rest as is."""
+    x = dict(f, p_pct=float((c["null_p"] < f["p"]).mean()), bgz_pct=float((c["null_z"] < f["bg_z"]).mean()))
+    return [x[k] for k in LEARNED]
+
+
+def learned_rows(data: dict[str, Corpus]) -> list[str]:
+    """Leave-one-corpus-out: fit the first-document decision on MetaTool (or the 15-tool corpora), apply it to all."""
+    from sklearn.linear_model import LogisticRegression
+
+    groups = {"metatool": [n for n in data if n == "metatool"], "mt15": [n for n in data if n.startswith("mt15-")]}
+    out = []
+    for label, names in groups.items():
+        xs, ys = [], []
+        for n in names:
+            for _kind, nrel, cands in data[n]["rows"]:
+                if nrel and not cands[0]["rel"]:
+                    continue  # a positive whose top candidate is wrong says nothing about routing or not
+                xs.append(_relative(data[n], cands[0]))
+                ys.append(1 if nrel else 0)
+        if not xs or len(set(ys)) < 2:
+            continue
+        model = LogisticRegression(class_weight="balanced", max_iter=2000).fit(np.asarray(xs), np.asarray(ys))
+        for cut in (0.5, 0.6, 0.7):
+            def first(c: Corpus, f: dict[str, float], m: Any = model, cut: float = cut) -> bool:
+                return f["mention"] < 1 and float(m.predict_proba(np.asarray([_relative(c, f)]))[0, 1]) >= cut
+            out.append(row(f"learned on {label}, admit at {cut}", data, first=first))
+    return out
+
+
 def aucs(data: dict[str, Corpus]) -> list[str]:
     """ROC AUC of one statistic of the top candidate: positives whose top is right vs negatives."""
     from sklearn.metrics import roc_auc_score
@@ -165,6 +228,7 @@ def aucs(data: dict[str, Corpus]) -> list[str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--corpora", default="metatool,mt15,demo,heldout")
+    ap.add_argument("--skip-learned", action="store_true", help="leave out the learned decision (slow)")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     data = collect(args.corpora.split(","))
@@ -186,6 +250,12 @@ def main() -> int:
         print(row(f"everyday gap > {gm}", data, gap_min=gm))
     for t, g in ((0.6, 0.8), (0.6, 0.9), (0.7, 0.85)):
         print(row(f"no everyday gap, threshold p{t * 100:.0f}, gate p{g * 100:.0f}", data, T=t, G=g, gap_min=-9.0))
+    for name in (*(str(k) for k in CLAIM_KS), "gate"):
+        for t, g in ((0.6, 0.8), (0.65, 0.8)):
+            print(row(f"claimed gap k={name}, threshold p{t * 100:.0f}, gate p{g * 100:.0f}", data, T=t, G=g,
+                      gap=f"gap_{name}"))
+    if not args.skip_learned:
+        print("\n".join(learned_rows(data)))
     print()
     print("\n".join(aucs(data)))
     return 0
