@@ -1,15 +1,20 @@
 """A 100 MB observe over HTTP while other agents keep calling (issue 13): daemon memory and their latency.
 
-    python bench/big_observe.py [--mb 100] [--agents 10] [--baseline-seconds 10] [--out FILE]
+    python bench/big_observe.py [--mb 100] [--agents 10] [--baseline-seconds 10] [--via http bridge] [--out FILE]
 
 One ``bosun serve`` daemon (``BOSUN_MAX_PAYLOAD_BYTES`` raised to fit the payload). ``--agents`` SDK
 clients over streamable HTTP loop on bosun's smallest real call (``recall`` of 5 lines by short
-ref). First they run alone for ``--baseline-seconds`` (the baseline, same run, same machine); then
-one more client sends ``observe(kind="result")`` with a ``--mb`` MB log-like text while they go on.
+ref). First they run alone for ``--baseline-seconds`` (the baseline, same run, same machine); then,
+for each ``--via``, one more client sends ``observe(kind="result")`` with a ``--mb`` MB log-like
+text while they go on: an SDK client over HTTP, or an SDK client through a ``bosun stdio`` bridge
+(a keyed call: the bridge adds an idempotency key). The big call's client runs in a process of its
+own, so the time it spends building and sending 100 MB of JSON does not stall the agents' loop
+(it did in the first version of this bench, inflating their latency during the call).
 
-Reported: the daemon's RSS (VmRSS from ``/proc/<pid>/status``, sampled every 5 ms by a thread)
-before the big call, its peak while the call runs, right after the answer and 5 s later; the rise
-as a multiple of the payload (target <= 1.5x); the small calls' p50/p99 alone and while the big
+Reported per big call: the daemon's RSS (VmRSS from ``/proc/<pid>/status``, sampled every 5 ms by a
+thread) before it, its peak while it runs, right after the answer and 5 s later; the rise as a
+multiple of the payload (target <= 1.5x); the peak RSS of the daemon's child processes (the offload
+worker that scrubs and outlines a huge output); the small calls' p50/p99 alone and while the big
 call runs (target p99 <= 250 ms); the big call's own time. The load average is printed with them.
 """
 
@@ -17,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import random
 import statistics
@@ -68,6 +74,59 @@ class RssSampler:
         return max(self.peak_kb, rss_kb(self.pid))
 
 
+def child_rss_kb(pid: int) -> int:
+    """The summed VmRSS of ``pid``'s children (the offload worker during a huge observe)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            children = (task / "children").read_text().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                total += rss_kb(int(child))
+            except (OSError, ValueError):
+                pass
+    return total
+
+
+class ChildSampler(RssSampler):
+    """The peak summed RSS of a process's children (sampled like ``RssSampler``)."""
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_kb = max(self.peak_kb, child_rss_kb(self.pid))
+            time.sleep(0.005)
+
+    def start(self) -> None:
+        self.peak_kb = 0
+        self._thread.start()
+
+    def stop(self) -> int:
+        self._stop.set()
+        self._thread.join()
+        return self.peak_kb
+
+
+async def send_big(url: str, home: str, task_id: str, mb: float, via: str) -> dict[str, object]:
+    """The big observe, from this (separate) process: over HTTP, or through a ``bosun stdio`` bridge."""
+    from mcp import Client, StdioServerParameters
+
+    payload = log_text(int(mb * MB))
+    target: object = url
+    if via == "bridge":
+        target = StdioServerParameters(command=PY, args=["-m", "bosun", "stdio"],
+                                       env=clean_env(BOSUN_HOME=home, HOME=os.environ.get("HOME", "/tmp")))
+    async with Client(target) as client:  # type: ignore[arg-type]
+        t0 = time.perf_counter()
+        big = await client.call_tool("observe", {"task_id": task_id, "kind": "result", "tool": "cat",
+                                                 "args": {"path": "build.log"}, "result": payload},
+                                     read_timeout_seconds=900)
+        seconds = time.perf_counter() - t0
+    text = big.content[0].text[:200] if big.content else ""  # type: ignore[union-attr]
+    return {"error": text if big.is_error else "", "seconds": seconds}
+
+
 def log_text(size: int, seed: int = 13) -> str:
     """``size`` bytes of build/test-log-like ASCII lines (seeded: the same text every run)."""
     rng = random.Random(seed)
@@ -89,16 +148,26 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000
 
 
+async def big_call(url: str, home: Path, task_id: str, mb: float, via: str) -> dict[str, object]:
+    """Run ``send_big`` in a child process; its JSON answer."""
+    proc = await asyncio.create_subprocess_exec(
+        PY, str(Path(__file__).resolve()), "--send", via, "--url", url, "--home", str(home), "--task", task_id,
+        "--mb", str(mb), stdout=asyncio.subprocess.PIPE, cwd=ROOT)
+    out, _ = await proc.communicate()
+    return dict(json.loads(out.decode().strip().splitlines()[-1]))
+
+
 async def main(args: argparse.Namespace) -> str:
     from mcp import Client
 
-    payload = log_text(int(args.mb * MB))
+    size_mb = args.mb
     with tempfile.TemporaryDirectory(prefix="bosun-big-") as tmp:
         home = Path(tmp) / "home"
-        env = clean_env(BOSUN_MAX_PAYLOAD_BYTES=str(len(payload) + MB))
+        env = clean_env(BOSUN_MAX_PAYLOAD_BYTES=str(int(args.mb * MB) + MB))
         with open(Path(tmp) / "daemon.log", "ab") as log:
             proc = subprocess.Popen([PY, "-m", "bosun", "serve", "--port", "0", "--home", str(home)],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, env=env, cwd=ROOT)
+        rows: list[str] = []
         try:
             daemon = await wait_daemon(home, proc.pid, ready=True)
             url = str(daemon["url"])
@@ -109,71 +178,74 @@ async def main(args: argparse.Namespace) -> str:
                 stored = await setup.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "cat",
                                                            "result": REF_TEXT * 6})
                 short = stored.structured_content["ref"]
-                calls: list[tuple[float, float]] = []  # (start, end) of every small call, perf_counter
-                window = {"done": False}
-                errors: list[str] = []
+            calls: list[tuple[float, float]] = []  # (start, end) of every small call, perf_counter
+            window = {"done": False}
+            errors: list[str] = []
+            warm = asyncio.Semaphore(0)
 
-                warm = asyncio.Semaphore(0)
+            async def agent() -> None:
+                async with Client(url) as client:
+                    for _ in range(3):  # warm-up calls (session set-up, first-call costs) are not counted
+                        await client.call_tool("recall", {"ref": short, "op": "head", "lines": 5})
+                    warm.release()
+                    while not window["done"]:
+                        t0 = time.perf_counter()
+                        result = await client.call_tool("recall", {"ref": short, "op": "head", "lines": 5})
+                        calls.append((t0, time.perf_counter()))
+                        if result.is_error:
+                            errors.append(result.content[0].text[:80] if result.content else "error")
 
-                async def agent() -> None:
-                    async with Client(url) as client:
-                        for _ in range(3):  # warm-up calls (session set-up, first-call costs) are not counted
-                            await client.call_tool("recall", {"ref": short, "op": "head", "lines": 5})
-                        warm.release()
-                        while not window["done"]:
-                            t0 = time.perf_counter()
-                            result = await client.call_tool("recall", {"ref": short, "op": "head", "lines": 5})
-                            calls.append((t0, time.perf_counter()))
-                            if result.is_error:
-                                errors.append(result.content[0].text[:80] if result.content else "error")
-
-                agents = [asyncio.create_task(agent()) for _ in range(args.agents)]
-                for _ in agents:
-                    await warm.acquire()
-                calls.clear()
-                await asyncio.sleep(args.baseline_seconds)
+            agents = [asyncio.create_task(agent()) for _ in range(args.agents)]
+            for _ in agents:
+                await warm.acquire()
+            calls.clear()
+            t_base = time.perf_counter()
+            await asyncio.sleep(args.baseline_seconds)
+            baseline = [end - start for start, end in calls if start >= t_base]
+            rows += ["| small calls alone (baseline, same run) | n, p50, p99 ms | "
+                     f"{len(baseline)}, {statistics.median(baseline) * 1000:.1f}, {pct(baseline, 0.99):.1f} |"]
+            for via in args.via:
                 before_kb = rss_kb(proc.pid)
-                sampler = RssSampler(proc.pid)
+                sampler, children = RssSampler(proc.pid), ChildSampler(proc.pid)
                 sampler.start()
+                children.start()
                 t0 = time.perf_counter()
-                big = await setup.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "cat",
-                                                        "args": {"path": "build.log"}, "result": payload},
-                                            read_timeout_seconds=600)
+                big = await big_call(url, str(home), tid, args.mb, via)
                 t1 = time.perf_counter()
-                big_s = t1 - t0
-                window["done"] = True
                 peak_kb = sampler.stop()
+                worker_kb = children.stop()
                 after_kb = rss_kb(proc.pid)
-                await asyncio.gather(*agents)
                 await asyncio.sleep(5)
                 later_kb = rss_kb(proc.pid)
-                big_text = big.content[0].text[:200] if big.content else ""
-                # alone: calls that ended before the big call was sent; during: calls that overlapped it
-                baseline = [end - start for start, end in calls if end < t0]
                 during = [end - start for start, end in calls if start < t1 and end > t0]
+                rise_mb = (peak_kb - before_kb) / 1024
+                rows += [
+                    f"| {via}: big observe answered | | {'error: ' + str(big['error']) if big['error'] else 'ok'} "
+                    f"in {t1 - t0:.1f} s |",
+                    f"| {via}: daemon RSS | before / peak / after / 5 s later MB | {before_kb / 1024:.0f} / "
+                    f"{peak_kb / 1024:.0f} / {after_kb / 1024:.0f} / {later_kb / 1024:.0f} |",
+                    f"| {via}: peak daemon RSS rise | MB, x payload (target <= 1.5x) | {rise_mb:.0f} MB = "
+                    f"{rise_mb / size_mb:.2f}x |",
+                    f"| {via}: offload worker peak RSS | MB (a child process, freed when it exits) | "
+                    f"{worker_kb / 1024:.0f} |",
+                    f"| {via}: small calls during the big observe | n, p50, p99, max ms (target p99 <= 250) | "
+                    f"{len(during)}, {(statistics.median(during) * 1000) if during else float('nan'):.1f}, "
+                    f"{pct(during, 0.99):.1f}, {(max(during) * 1000) if during else float('nan'):.1f} |",
+                ]
+            window["done"] = True
+            await asyncio.gather(*agents)
         finally:
             stop(proc)
-    size_mb = len(payload) / MB
-    rise_mb = (peak_kb - before_kb) / 1024
     load = os.getloadavg()
-    rows = [
-        f"big_observe: {size_mb:.0f} MB observe over HTTP, {args.agents} agents on small recalls; "
+    head = [
+        f"big_observe: {size_mb:.0f} MB observe ({', '.join(args.via)}), {args.agents} agents on small recalls; "
         f"{os.cpu_count()} CPUs, load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} at the end",
         "",
-        "| measure | value |",
-        "|---|---|",
-        f"| big observe answered | {'error: ' + big_text if big.is_error else 'ok'} in {big_s:.1f} s |",
-        f"| daemon RSS before / peak / after / 5 s later (MB) | {before_kb / 1024:.0f} / {peak_kb / 1024:.0f} / "
-        f"{after_kb / 1024:.0f} / {later_kb / 1024:.0f} |",
-        f"| peak RSS rise | {rise_mb:.0f} MB = {rise_mb / size_mb:.2f}x the payload (target <= 1.5x) |",
-        f"| small calls alone: n, p50, p99 ms | {len(baseline)}, {statistics.median(baseline) * 1000:.1f}, "
-        f"{pct(baseline, 0.99):.1f} |",
-        f"| small calls during the big observe: n, p50, p99, max ms | {len(during)}, "
-        f"{(statistics.median(during) * 1000) if during else float('nan'):.1f}, {pct(during, 0.99):.1f}, "
-        f"{(max(during) * 1000) if during else float('nan'):.1f} (target p99 <= 250) |",
-        f"| small-call errors | {len(errors)}{': ' + errors[0] if errors else ''} |",
+        "| measure | unit | value |",
+        "|---|---|---|",
     ]
-    return "\n".join(rows) + "\n"
+    rows.append(f"| small-call errors | | {len(errors)}{': ' + errors[0] if errors else ''} |")
+    return "\n".join(head + rows) + "\n"
 
 
 if __name__ == "__main__":
@@ -181,8 +253,17 @@ if __name__ == "__main__":
     parser.add_argument("--mb", type=float, default=100.0, help="payload size in MiB (<= 200)")
     parser.add_argument("--agents", type=int, default=10, help="agents making small calls meanwhile (<= 50)")
     parser.add_argument("--baseline-seconds", type=float, default=10.0)
+    parser.add_argument("--via", nargs="+", choices=("http", "bridge"), default=["http", "bridge"],
+                        help="how the big call is sent (each in turn, in one run)")
     parser.add_argument("--out", type=Path, default=None, help="append the table to this file")
+    parser.add_argument("--send", choices=("http", "bridge"), help=argparse.SUPPRESS)  # the big call's own process
+    parser.add_argument("--url", help=argparse.SUPPRESS)
+    parser.add_argument("--home", help=argparse.SUPPRESS)
+    parser.add_argument("--task", help=argparse.SUPPRESS)
     ns = parser.parse_args()
+    if ns.send:
+        print(json.dumps(asyncio.run(send_big(ns.url, ns.home, ns.task, ns.mb, ns.send))))
+        sys.exit(0)
     if ns.mb > 200 or ns.agents > 50 or ns.baseline_seconds > 60:
         parser.error("keep runs bounded: --mb <= 200, --agents <= 50, --baseline-seconds <= 60 (the machine is shared)")
     report = asyncio.run(main(ns))

@@ -19,7 +19,6 @@ import asyncio
 import mmap
 import sqlite3
 import time
-import uuid
 from pathlib import Path
 
 from bosun.core.errors import IntegrityError
@@ -27,8 +26,6 @@ from bosun.store.db import storage_error
 from bosun.store.refs import RefStore, SQLiteRefStore, make_ref
 
 CHUNK = 1 << 20
-PENDING = "pending-"  # placeholder keys: never hex, so no ref or prefix lookup matches them
-STALE_S = 3600.0
 
 
 async def put_file(refs: RefStore, path: Path, digest: str, media_type: str) -> str:
@@ -57,31 +54,19 @@ def _sqlite_put_file(db: str, path: Path, digest: str, media_type: str) -> str:
     conn = sqlite3.connect(db, timeout=5.0, isolation_level=None)
     try:
         conn.execute("PRAGMA synchronous=NORMAL")
-        if conn.execute("SELECT 1 FROM refs WHERE sha256 = ?", (digest,)).fetchone():
-            return make_ref(digest)  # the same bytes were stored before
-        conn.execute("DELETE FROM refs WHERE sha256 LIKE ? AND created_at < ?", (PENDING + "%", time.time() - STALE_S))
-        placeholder = PENDING + uuid.uuid4().hex
-        row = conn.execute("INSERT INTO refs (sha256, media_type, size, data, created_at) "
-                           "VALUES (?, ?, ?, zeroblob(?), ?)", (placeholder, media_type, size, size, time.time())).lastrowid
-        assert row is not None
+        conn.execute("BEGIN IMMEDIATE")
         try:
-            with open(path, "rb") as fh:
-                offset = 0
-                while piece := fh.read(CHUNK):
-                    with conn.blobopen("refs", "data", row) as blob:
-                        blob.seek(offset)
+            if not conn.execute("SELECT 1 FROM refs WHERE sha256 = ?", (digest,)).fetchone():
+                row = conn.execute("INSERT INTO refs (sha256, media_type, size, data, created_at) "
+                                   "VALUES (?, ?, ?, zeroblob(?), ?)",
+                                   (digest, media_type, size, size, time.time())).lastrowid
+                assert row is not None
+                with open(path, "rb") as fh, conn.blobopen("refs", "data", row) as blob:
+                    while piece := fh.read(CHUNK):
                         blob.write(piece)
-                    offset += len(piece)
-            conn.execute("BEGIN IMMEDIATE")
-            if conn.execute("SELECT 1 FROM refs WHERE sha256 = ?", (digest,)).fetchone():
-                conn.execute("DELETE FROM refs WHERE rowid = ?", (row,))
-            else:
-                conn.execute("UPDATE refs SET sha256 = ?, created_at = ? WHERE rowid = ?", (digest, time.time(), row))
             conn.execute("COMMIT")
         except BaseException:
-            if conn.in_transaction:
-                conn.execute("ROLLBACK")
-            conn.execute("DELETE FROM refs WHERE rowid = ?", (row,))
+            conn.execute("ROLLBACK")
             raise
         return make_ref(digest)
     finally:
