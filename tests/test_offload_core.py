@@ -363,3 +363,28 @@ def test_grep_on_utf8_bytes_when_the_pattern_matches_ascii_only() -> None:
     kelvin = "line \u212a ok\nline k ok\n".encode()
     assert bytes_pattern("k", True, kelvin) is None and bytes_pattern("k", False, kelvin) is not None
     assert run_query(kelvin, "grep", pattern="K", ignore_case=True).extra["matches"] == 2
+
+
+def test_byte_seeds_equal_a_find_loop_and_repeat_free_patterns() -> None:
+    """The numpy seed search gives the offsets of a ``find`` loop (overlaps, case folding of ASCII
+    letters only, the MAX_SEEDS cut); only patterns without repeats skip the engine timeout."""
+    from bosun.core.offload.query import MAX_SEEDS, _byte_seeds, repeat_free
+
+    data = "aaa FAILED\nTraceback Traceback failed FAIled ﬁ é\nAAAA".encode()
+
+    def by_find(hay: bytes, needle: bytes) -> list[int]:
+        out, i = [], hay.find(needle)
+        while i >= 0:
+            out.append(i)
+            i = hay.find(needle, i + 1)
+        return out
+
+    assert _byte_seeds(data, [b"aa"], False) == by_find(data, b"aa")  # overlapping
+    assert _byte_seeds(data, [b"FAILED", b"Traceback"], False) == sorted(by_find(data, b"FAILED")
+                                                                         + by_find(data, b"Traceback"))
+    assert _byte_seeds(data, [b"Failed"], True) == by_find(data.lower(), b"failed")
+    assert _byte_seeds(data, [b"zz"], False) == []
+    assert _byte_seeds(b"x" * (MAX_SEEDS + 2), [b"x"], False) is None
+    assert repeat_free(r"^FAILED|Traceback") and repeat_free(r"(?:def|class) \w")
+    for pattern in (r"a+", r"(a|aa)*$", r"x{2}", r"(a)\1", r"foo{e<=1}", r"\p{L}"):
+        assert not repeat_free(pattern), pattern

@@ -19,7 +19,7 @@ import regex
 
 from bosun.core.errors import InvalidInput
 from bosun.core.offload.offload import count_lines
-from bosun.core.offload.outline import KINDS, build_outline
+from bosun.core.offload.outline import KINDS, build_outline, newlines
 from bosun.core.tokens import estimate_tokens
 
 DEFAULT_MAX_TOKENS = 2_000
@@ -263,6 +263,33 @@ def _ascii_only(items: list[tuple[Any, Any]], folds: list[bool]) -> bool:
     return True
 
 
+_REPEATS = ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT", "GROUPREF", "GROUPREF_EXISTS")
+
+
+def repeat_free(pattern: str) -> bool:
+    """Whether ``pattern`` has no repeat and no back-reference, so one match attempt does work bounded
+    by the pattern's length (no catastrophic backtracking). ``{`` is refused outright: the engine
+    reads ``{e<=1}`` as fuzzy matching where the standard library's parser sees literals."""
+    if "{" in pattern:
+        return False
+    try:
+        parsed = _SRE.parse(pattern, re.MULTILINE)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return False
+    stack: list[Any] = [list(parsed)]
+    while stack:
+        for op, av in stack.pop():
+            if str(op) in _REPEATS:
+                return False
+            if str(op) == "BRANCH":
+                stack.extend(list(b) for b in av[1])
+            elif str(op) == "SUBPATTERN":
+                stack.append(list(av[3]))
+            elif str(op) in ("ASSERT", "ASSERT_NOT", "ATOMIC_GROUP"):
+                stack.append(list(av[1] if str(op) != "ATOMIC_GROUP" else av))
+    return True
+
+
 def scan_lines(text: str | bytes, rx: Any, deadline: float,
                limit: int = 1_000_000) -> tuple[list[tuple[int, int, Any]], bool]:
     """(line start, 1-based line number, match) for each line with a match, and whether the scan finished.
@@ -350,15 +377,15 @@ def _seeds(hay: str | bytes, literals: list[str], ignore_case: bool) -> list[int
     """Sorted offsets where one of ``literals`` occurs (case-folded when asked), or None past
     MAX_SEEDS, or for a case-folded search of non-ASCII text (folding could change its length; bytes
     fold their ASCII letters only)."""
-    if ignore_case and isinstance(hay, str) and not hay.isascii():
+    if isinstance(hay, bytes):
+        return _byte_seeds(hay, [lit.encode() for lit in literals], ignore_case)
+    if ignore_case and not hay.isascii():
         return None
     if ignore_case:
         hay = hay.lower()
     found: set[int] = set()
     for lit in literals:
-        needle: Any = lit.lower() if ignore_case else lit
-        if isinstance(hay, bytes):
-            needle = needle.encode()
+        needle = lit.lower() if ignore_case else lit
         i = hay.find(needle)
         while i >= 0:
             found.add(i)
@@ -368,14 +395,60 @@ def _seeds(hay: str | bytes, literals: list[str], ignore_case: bool) -> list[int
     return sorted(found)
 
 
+_FREQUENT_BYTES = b" etaoinsrlcdhupm\nfg.ybw,_/=-:()kv\"'x0123456789"  # in agent output, most frequent first
+
+
+def _byte_seeds(data: bytes, literals: list[bytes], ignore_case: bool) -> list[int] | None:
+    """``_seeds`` of bytes, with numpy: every occurrence of a literal's rarest byte, then its other
+    bytes checked for all those candidates at once (a ``bytes.find`` loop reads the megabyte once
+    per literal at about half a nanosecond a byte). Case-folded, a letter matches either case, as
+    in ``data.lower()``; the offsets (overlaps included) are those of a ``find`` loop."""
+    arr = np.frombuffer(data, dtype=np.uint8)
+    folded = arr | 0x20 if ignore_case else arr
+    found: list[np.ndarray] = []
+    for lit in literals:
+        lit = lit.lower() if ignore_case else lit
+        n = len(arr) - len(lit)
+        if n < 0:
+            continue
+
+        def rank(j: int, lit: bytes = lit) -> int:
+            i = _FREQUENT_BYTES.find(lit[j : j + 1])
+            return len(_FREQUENT_BYTES) if i < 0 else i
+
+        k = max(range(len(lit)), key=rank)
+        order = [k, *(j for j in range(len(lit)) if j != k)]
+        sel: np.ndarray | None = None
+        for j in order:
+            ch = lit[j]
+            src = folded if ignore_case and 97 <= ch <= 122 else arr  # a letter either case; others exactly
+            if sel is None:
+                sel = np.flatnonzero(src == ch) - j
+                sel = sel[(sel >= 0) & (sel <= n)]
+            else:
+                sel = sel[src[sel + j] == ch]
+            if not len(sel):
+                break
+        if sel is not None and len(sel):
+            found.append(sel)
+            if sum(len(f) for f in found) > MAX_SEEDS and len(np.unique(np.concatenate(found))) > MAX_SEEDS:
+                return None
+    if not found:
+        return []
+    return [int(x) for x in np.unique(np.concatenate(found)).tolist()]
+
+
 def _scan_seeded(text: Any, rx: Any, seeds: list[int], deadline: float,
-                 limit: int) -> tuple[list[tuple[int, Any]], bool]:
+                 limit: int, bounded: bool = False) -> tuple[list[tuple[int, Any]], bool]:
     """``_scan_starts`` for a pattern whose matches can only start at ``seeds``: the same matches.
 
     ``finditer`` returns, from where the last match ended, the leftmost position at which the
     pattern matches; every match starts at a seed, so that is the first seed from there at which
     ``match`` succeeds, with the same match (the engine tries the same alternatives in the same
-    order). One regex engine entry per seed instead of a scan of every character.
+    order). One regex engine entry per seed instead of a scan of every character. ``bounded``: the
+    pattern has no repeats (``repeat_free``), so a match attempt cannot run away and needs no engine
+    timeout of its own (setting one up costs more than the match); the deadline is still checked
+    before each seed.
     """
     nl = "\n" if isinstance(text, str) else b"\n"
     out: list[tuple[int, Any]] = []
@@ -387,7 +460,7 @@ def _scan_seeded(text: Any, rx: Any, seeds: list[int], deadline: float,
         if left <= 0:
             return out, False
         try:
-            m = rx.match(text, c, timeout=left)
+            m = rx.match(text, c) if bounded else rx.match(text, c, timeout=left)
         except TimeoutError:
             return out, False
         if m is None:
@@ -410,7 +483,7 @@ def _scan_starts(text: Any, rx: Any, deadline: float, limit: int) -> tuple[list[
     literals = branch_literals(pattern)
     seeds = _seeds(text, literals, bool(rx.flags & regex.IGNORECASE)) if literals else None
     if seeds is not None:
-        return _scan_seeded(text, rx, seeds, deadline, limit)
+        return _scan_seeded(text, rx, seeds, deadline, limit, repeat_free(pattern))
     nl = "\n" if isinstance(text, str) else b"\n"
     out: list[tuple[int, Any]] = []
     line_end = -1
@@ -441,6 +514,18 @@ def _numbered(data: bytes, starts: list[tuple[int, Any]]) -> list[tuple[int, int
     return [(s, n, m) for (s, m), n in zip(starts, numbers.tolist(), strict=True)]
 
 
+def _first_numbered(data: bytes, starts: list[tuple[int, Any]]) -> list[tuple[int, int, Any]]:
+    """``_numbered`` for the first few line starts: the newlines before each counted span by span
+    (numpy for long spans), reading the bytes only up to the last one."""
+    out: list[tuple[int, int, Any]] = []
+    line, last = 1, 0
+    for start, m in starts:
+        line += newlines(data, last, start)
+        last = start
+        out.append((start, line, m))
+    return out
+
+
 def _line(text: str, start: int) -> str:
     end = text.find("\n", start)
     return text[start : end if end >= 0 else len(text)]
@@ -458,9 +543,15 @@ def _grep(
     deadline = time.perf_counter() + GREP_TIME_BUDGET_S
     rxb = bytes_pattern(pattern or "", ignore_case, data) if context == 0 else None
     text = "" if rxb is not None else decode(data)
-    found, complete = scan_lines(data, rxb, deadline) if rxb is not None else scan_lines(text, rx, deadline)
+    if rxb is not None:  # line numbers only for the lines shown (counting newlines up to each)
+        starts, complete = _scan_starts(data, rxb, deadline, 1_000_000)
+        matches = len(starts)
+        hits = _first_numbered(data, starts[:max_matches])
+    else:
+        found, complete = scan_lines(text, rx, deadline)
+        matches = len(found)
+        hits = found[:max_matches]
     total_lines = count_lines(data)
-    hits = found[:max_matches]
     shown: list[str] = []
     if rxb is not None:  # each shown line decoded alone (as the whole text decodes), then cut as the str path would
         for start, no, m in hits:
@@ -484,14 +575,14 @@ def _grep(
             last = hi - 1
     body, cut = bound("".join(shown), max_bytes, max_tokens)
     notes = []
-    if len(found) > len(hits):
-        notes.append(f"{len(found)}{'' if complete else '+'} matching lines, showing {len(hits)} (raise max_matches)")
+    if matches > len(hits):
+        notes.append(f"{matches}{'' if complete else '+'} matching lines, showing {len(hits)} (raise max_matches)")
     if not complete:
         notes.append(f"scan stopped after {GREP_TIME_BUDGET_S}s (pattern too costly); narrow the pattern")
     if cut:
         notes.append("output cut to max_tokens/max_bytes")
     res = QueryResult(body, len(data), total_lines, len(hits), bool(notes), "; ".join(notes) or None)
-    res.extra = {"matches": len(found), "shown": len(hits), "complete": complete}
+    res.extra = {"matches": matches, "shown": len(hits), "complete": complete}
     return res
 
 
