@@ -202,7 +202,9 @@ def test_hook_with_a_wrong_token_records_a_daemon_failure(daemon: tuple[Path, st
 
 
 def test_dechunk() -> None:
-    assert hook._dechunk(b"4\r\nWiki\r\n5;x=1\r\npedia\r\n0\r\n\r\n") == b"Wikipedia"
+    from bosun.server.commands import _lean  # the hook's stdlib HTTP client lives here since the lean hook
+
+    assert _lean.dechunk(b"4\r\nWiki\r\n5;x=1\r\npedia\r\n0\r\n\r\n") == b"Wikipedia"
 
 
 def _hook_args(home: Path, timeout: float) -> Any:
