@@ -182,3 +182,35 @@ def test_the_result_string_is_decoded_in_pieces_exactly_as_json_loads_decodes_it
         with open(body, "rb") as fh, open(tmp_path / "out", "wb") as out:
             big_call.decode_string(fh, 1, len(raw) - 1, out)
         assert (tmp_path / "out").read_bytes().decode("utf-8", "surrogatepass") == json.loads(raw)
+
+
+async def test_a_big_bosun_run_output_is_observed_from_its_spool_file_as_in_memory(
+        tmp_path: Path, worker_runs: list[int]) -> None:
+    """``/v1/observe`` (bosun run) of a spool over the threshold: the file path, the same answer and journal,
+    invalid UTF-8 and a head+tail cut (over BOSUN_MAX_PAYLOAD_BYTES) included."""
+    data = payload(300_000, seed=3).encode() + b"\xff\xfe not UTF-8 \xe2\x9c\n"
+    answers: dict[int, dict[str, Any]] = {}
+    events: dict[int, dict[str, Any]] = {}
+    for big in (1024, 0):  # the file path, then in memory
+        config = Config(home=tmp_path / f"h{big}", policies=[], big_observe_bytes=big, max_payload_bytes=200_000)
+        engine = Engine(config, embedder_factory=lambda _c: HashEmbedder(64))
+        async with Client(create_server(engine)):
+            spool = config.home / "spool"
+            spool.mkdir(parents=True, exist_ok=True)
+            (spool / "run-1-a.out").write_bytes(data)
+            answers[big] = await engine.observe.observe_spool(None, "shell-1", "make test", "run-1-a.out", 2)
+        with sqlite3.connect(config.db_path) as conn:
+            row = conn.execute("SELECT payload_json FROM task_events WHERE kind = 'tool_failure'").fetchone()
+        events[big] = json.loads(row[0])
+    assert worker_runs == [1]
+    assert answers[1024]["partial"] == answers[0]["partial"] == {"bytes": len(data), "spool": "run-1-a.out"}
+    for key in ("ref", "bytes", "tokens", "lines", "kind", "outline", "recall", "redacted", "offloaded"):
+        assert answers[1024][key] == answers[0][key], key
+    for key in ("sha256", "bytes", "tokens", "error_signature", "error", "exit_code", "redactions", "content_kind"):
+        assert events[1024][key] == events[0][key], key
+
+
+def test_bosun_big_observe_bytes_is_read_with_a_default_and_0_turns_it_off(tmp_path: Path) -> None:
+    assert Config.from_env({}, home=tmp_path).big_observe_bytes == 8 << 20
+    assert Config.from_env({"BOSUN_BIG_OBSERVE_BYTES": "0"}, home=tmp_path).big_observe_bytes == 0
+    assert Config.from_env({"BOSUN_BIG_OBSERVE_BYTES": "1048576"}, home=tmp_path).big_observe_bytes == 1 << 20
