@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from bosun.core.audit.align import soft_recall
 from bosun.core.audit.audit import embed_text
 from bosun.core.audit.claims import _LIST_MARK, strip_citations
 from bosun.core.audit.index import build_index
-from bosun.core.audit.match import _alignment, candidates, claim_terms, match_claim
+from bosun.core.audit.match import alignment, candidates, claim_terms, match_claim
 from bosun.core.embedding import text_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -114,7 +115,7 @@ def features(ex: Example, emb: EmbedCache | None) -> dict[str, float]:
 
         def compute(encoder):  # type: ignore[no-untyped-def]
             states = encoder.encode([claim, *texts])
-            return _alignment(claim, index, cands, states[0], dict(zip(cands, states[1:], strict=True)))
+            return alignment(claim, index, soft_recall(states[0], states[1:]))
 
         m.features["align"], m.features["align_min"] = emb.align(claim, texts, compute)
     else:

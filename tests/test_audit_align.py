@@ -16,6 +16,7 @@ from bosun.core.audit.align import (
     aligned_coverage,
     encoder_from_embedder,
     soft_recall,
+    soft_recall_many,
 )
 from bosun.core.audit.audit import ALIGNED_MODEL, audit, load_model
 from bosun.core.audit.config import AuditConfig
@@ -99,6 +100,18 @@ def test_soft_recall_and_the_clause_minimum(encoder: TokenEncoder) -> None:
     assert unrelated < whole
     assert soft_recall(claim, []) == dict.fromkeys(claim.tokens, 0.0)
     assert aligned_coverage({}, {}, []) == (0.0, 0.0)
+
+
+def test_one_product_for_all_claims_equals_one_claim_at_a_time(encoder: TokenEncoder) -> None:
+    claims = encoder.encode(["The tower was built for the fair.", "Tickets cost ten euros.", "The the of."])
+    sents = dict(enumerate(encoder.encode(["The tower opened for the fair.", "", "Museum tickets cost ten euros.",
+                                           "Paris is in France."])))
+    cands = [[0, 1, 3], [2, 0], [3]]
+    many = soft_recall_many(claims, cands, sents)
+    for claim, cs, got in zip(claims, cands, many, strict=True):
+        want = soft_recall(claim, [sents[s] for s in cs])
+        assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-4 for k in want)
+    assert soft_recall_many(claims[:1], [[1]], sents) == [dict.fromkeys(claims[0].tokens, 0.0)]
 
 
 def test_encoder_found_inside_the_embedder_wrappers() -> None:

@@ -156,6 +156,37 @@ def soft_recall(claim: WordStates, evidence: Sequence[WordStates]) -> dict[str, 
     return out
 
 
+def soft_recall_many(claims: Sequence[WordStates], candidates: Sequence[Sequence[int]],
+                     sentences: dict[int, WordStates]) -> list[dict[str, float]]:
+    """``soft_recall`` of every claim of a call against its own candidates, in one matrix product:
+    the candidates' word states are stacked once (every sentence once, however many claims share
+    it), multiplied with all the claims' words, reduced to a per-sentence maximum, and each claim
+    takes the maximum over its candidates' rows."""
+    order = [s for s in dict.fromkeys(s for cands in candidates for s in cands) if s in sentences
+             and len(sentences[s].tokens)]
+    out: list[dict[str, float]] = []
+    if not order:
+        return [dict.fromkeys(c.tokens, 0.0) for c in claims]
+    row_of = {s: i for i, s in enumerate(order)}
+    lengths = np.array([len(sentences[s].tokens) for s in order])
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    stacked = np.concatenate([sentences[s].vecs for s in order]).astype(np.float32)
+    claim_rows = [c.vecs for c in claims if len(c.tokens)]
+    words = np.concatenate(claim_rows).astype(np.float32) if claim_rows else np.zeros((0, stacked.shape[1]), np.float32)
+    per_sentence = np.maximum.reduceat(stacked @ words.T, starts, axis=0)  # [sentences, all claim words]
+    col = 0
+    for claim, cands in zip(claims, candidates, strict=True):
+        n = len(claim.tokens)
+        rows = [row_of[s] for s in cands if s in row_of]
+        best = per_sentence[rows, col:col + n].max(axis=0).tolist() if rows and n else [0.0] * n
+        col += n
+        scores: dict[str, float] = {}
+        for tok, b in zip(claim.tokens, best, strict=True):
+            scores[tok] = max(scores.get(tok, -1.0), float(b))
+        out.append(scores)
+    return out
+
+
 def aligned_coverage(best: dict[str, float], weights: dict[str, float],
                      clause_tokens: Sequence[Sequence[str]]) -> tuple[float, float]:
     """IDF-weighted mean of the claim's best cosines, and the same for its worst clause."""

@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from bosun.core.audit.align import WordStates, aligned_coverage, soft_recall
+from bosun.core.audit.align import aligned_coverage
 from bosun.core.audit.claims import content_tokens
 from bosun.core.audit.consistency import Mismatch, check
 from bosun.core.audit.index import SentenceIndex
@@ -161,10 +161,10 @@ def match_claim(
     claim_text: str, index: SentenceIndex, contents: list[str],
     claim_vec: np.ndarray | None = None, cand_vecs: dict[int, np.ndarray] | None = None,
     terms: ClaimTerms | None = None, cands: list[int] | None = None,
-    claim_words: WordStates | None = None, cand_words: dict[int, WordStates] | None = None,
+    aligned: dict[str, float] | None = None,
 ) -> ClaimMatch:
     """Find the claim's best evidence and compute its features (``cand_vecs``: sentence id -> vector;
-    ``claim_words`` / ``cand_words``: contextual word states for the soft alignment, see align.py)."""
+    ``aligned``: each claim token's best cosine against the candidates' word states, see align.py)."""
     terms = terms or claim_terms(claim_text, index)
     cands = cands if cands is not None else candidates(terms, index)
     w, total = terms.weights, terms.total
@@ -224,7 +224,7 @@ def match_claim(
         "sem_best": float(sem[evidence_i[0]]) if sem is not None else 0.0,
         "sem_union": _sem_union(claim_vec, cands, cand_vecs, sem) if sem is not None else 0.0,
     }
-    features["align"], features["align_min"] = _alignment(claim_text, index, cands, claim_words, cand_words)
+    features["align"], features["align_min"] = alignment(claim_text, index, aligned)
     return ClaimMatch(features, evidence, cands[best_i], float(cov[best_i]), mismatches, cands,
                       weakest[1] if weakest is not None else None)
 
@@ -246,12 +246,11 @@ def _sem_union(claim_vec: np.ndarray | None, cands: list[int], cand_vecs: dict[i
     return float(mean @ claim_vec) / norm if norm > 0 else 0.0
 
 
-def _alignment(claim: str, index: SentenceIndex, cands: list[int], claim_words: WordStates | None,
-               cand_words: dict[int, WordStates] | None) -> tuple[float, float]:
-    """Soft (token-state) coverage of the claim by its candidates, and of its worst clause."""
-    if claim_words is None or cand_words is None:
+def alignment(claim: str, index: SentenceIndex, best: dict[str, float] | None) -> tuple[float, float]:
+    """Soft (token-state) coverage of the claim by its candidates, and of its worst clause, from each
+    claim token's best cosine (``soft_recall``); IDF weights from the call's index."""
+    if best is None:
         return 0.0, 0.0
-    best = soft_recall(claim_words, [cand_words[s] for s in cands if s in cand_words])
     weights = {t: index.idf(t) for t in best}
     return aligned_coverage(best, weights, [toks for _, toks in clauses(claim)])
 
