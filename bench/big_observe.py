@@ -1,13 +1,14 @@
 """A 100 MB observe over HTTP while other agents keep calling (issue 13): daemon memory and their latency.
 
-    python bench/big_observe.py [--mb 100] [--agents 10] [--baseline-seconds 10] [--via http bridge] [--out FILE]
+    python bench/big_observe.py [--mb 100] [--agents 10] [--baseline-seconds 10] [--via http bridge run] [--out FILE]
 
 One ``bosun serve`` daemon (``BOSUN_MAX_PAYLOAD_BYTES`` raised to fit the payload). ``--agents`` SDK
 clients over streamable HTTP loop on bosun's smallest real call (``recall`` of 5 lines by short
 ref). First they run alone for ``--baseline-seconds`` (the baseline, same run, same machine); then,
 for each ``--via``, one more client sends ``observe(kind="result")`` with a ``--mb`` MB log-like
-text while they go on: an SDK client over HTTP, or an SDK client through a ``bosun stdio`` bridge
-(a keyed call: the bridge adds an idempotency key). The big call's client runs in a process of its
+text while they go on: an SDK client over HTTP, an SDK client through a ``bosun stdio`` bridge
+(a keyed call: the bridge adds an idempotency key), or ``bosun run``'s way (the output in a spool
+file under BOSUN_HOME, its name posted to ``/v1/observe``). The big call's client runs in a process of its
 own, so the time it spends building and sending 100 MB of JSON does not stall the agents' loop
 (it did in the first version of this bench, inflating their latency during the call).
 
@@ -113,6 +114,20 @@ async def send_big(url: str, home: str, task_id: str, mb: float, via: str) -> di
     from mcp import Client, StdioServerParameters
 
     payload = log_text(int(mb * MB))
+    if via == "run":  # what bosun run does: the output spooled under BOSUN_HOME, its name posted to /v1/observe
+        import urllib.request
+
+        name = f"run-bench-{os.getpid()}.out"
+        (Path(home) / "spool").mkdir(mode=0o700, exist_ok=True)
+        (Path(home) / "spool" / name).write_text(payload)
+        del payload
+        body = json.dumps({"spool": name, "command": "cat build.log", "exit_code": 0, "session": "bench"}).encode()
+        request = urllib.request.Request(url.rsplit("/", 1)[0] + "/v1/observe", data=body,
+                                         headers={"content-type": "application/json"})
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(request, timeout=900) as response:
+            answer = json.loads(response.read())
+        return {"error": answer.get("error", ""), "seconds": time.perf_counter() - t0}
     target: object = url
     if via == "bridge":
         target = StdioServerParameters(command=PY, args=["-m", "bosun", "stdio"],
@@ -253,10 +268,11 @@ if __name__ == "__main__":
     parser.add_argument("--mb", type=float, default=100.0, help="payload size in MiB (<= 200)")
     parser.add_argument("--agents", type=int, default=10, help="agents making small calls meanwhile (<= 50)")
     parser.add_argument("--baseline-seconds", type=float, default=10.0)
-    parser.add_argument("--via", nargs="+", choices=("http", "bridge"), default=["http", "bridge"],
-                        help="how the big call is sent (each in turn, in one run)")
+    parser.add_argument("--via", nargs="+", choices=("http", "bridge", "run"), default=["http", "bridge", "run"],
+                        help="how the big call is sent, each in turn in one run: an SDK client over HTTP, one "
+                             "through a bosun stdio bridge, or bosun run's spool file posted to /v1/observe")
     parser.add_argument("--out", type=Path, default=None, help="append the table to this file")
-    parser.add_argument("--send", choices=("http", "bridge"), help=argparse.SUPPRESS)  # the big call's own process
+    parser.add_argument("--send", choices=("http", "bridge", "run"), help=argparse.SUPPRESS)  # the big call's own process
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--home", help=argparse.SUPPRESS)
     parser.add_argument("--task", help=argparse.SUPPRESS)
