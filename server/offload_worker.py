@@ -2,8 +2,8 @@
 
 Redaction and outline building are pure-Python work that holds the GIL for up to a second at a
 time on a 100 MB output (issue 13): in the daemon, every other agent waited for it. Here they run
-in a child process (one per huge observe: its memory goes back to the OS when it exits), fed from
-files, so the daemon never holds the output and its event loop stays free.
+in a child process (one per huge observe: its memory goes back to the OS when it exits; at a lower
+CPU priority), fed from files, so the daemon never holds the output and its event loop stays free.
 
 The child reads its sources (file ranges and literal text, one UTF-8 stream decoded with
 ``errors="replace"``, as ``read_spool`` and ``clean_text`` do), scrubs them a chunk of whole lines
@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 READ = 1 << 20  # bytes per read from a source file
+NICE = 10  # the worker yields the CPU to the daemon and the agents' own processes: one agent's bulk work
+# must not slow every other agent's small calls (the machine may have no spare core)
 
 
 def source_pieces(sources: list[dict[str, Any]]) -> Iterator[bytes]:
@@ -111,6 +113,10 @@ async def run_worker(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
+    try:
+        os.nice(NICE)
+    except OSError:  # not permitted here: run at the daemon's priority
+        pass
     request = json.loads(sys.stdin.buffer.read())
     try:
         answer: dict[str, Any] = {"ok": observe_files(request)}
