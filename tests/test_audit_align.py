@@ -175,8 +175,15 @@ async def test_service_aligns_with_the_models_session() -> None:
         async def embedder(self) -> Any:
             return Pooled()
 
-    rep = await AuditService(Model()).report("", CHUNKS, "Obama signed the Affordable Care Act in 2010.", None)
+    seen: list[str] = []
+
+    async def progress(_done: float, _total: float | None, message: str) -> None:
+        seen.append(message)
+
+    rep = await AuditService(Model()).report("", CHUNKS, "Obama signed the Affordable Care Act in 2010.", None,
+                                             progress=progress)
     assert rep["token_alignment"] is True and session.calls >= 1
+    assert any(m.startswith("token states of") for m in seen)
     assert rep["claims"][0]["features"]["align"] > 0.5
 
 

@@ -54,7 +54,7 @@ class AuditService:
                     f"sentence(s) from {len(plan.admitted)} chunk(s)")
             vectors = (await self._embed_reporting(texts, what, progress) if texts
                        else np.zeros((0, 1), dtype=np.float32))
-            words = await self._word_states(texts)
+            words = await self._word_states(texts, progress)
         if progress is not None:
             await progress(1.0, 1.0, f"matching {len(plan.claims)} claim(s)")
         report = run_audit(plan, parse_as_of(as_of, "as_of"), vectors, words)
@@ -62,7 +62,7 @@ class AuditService:
             report["matcher_model"] = await self._model.model_id()
         return report
 
-    async def _word_states(self, texts: list[str]) -> list[WordStates] | None:
+    async def _word_states(self, texts: list[str], progress: Progress | None = None) -> list[WordStates] | None:
         """Contextual word states of the texts from the warm model's ONNX session (called after
         ``embed``, so the model is loaded); None when the model has no such session (a test double)."""
         if not texts:
@@ -74,6 +74,8 @@ class AuditService:
             self._encoder = encoder_from_embedder(await embedder()) or False
         if self._encoder is False:
             return None
+        if progress is not None:
+            await progress(0.5, 1.0, f"token states of {len(texts)} text(s) for the alignment (new texts only)")
         return await asyncio.to_thread(self._encoder.encode, texts)
 
     async def _embed_reporting(self, texts: list[str], what: str, progress: Progress | None) -> Vectors:
