@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -17,11 +14,6 @@ from pathlib import Path
 from typing import Any
 
 BOSUN = [sys.executable, "-m", "bosun"]
-# One document of the shipped demo corpus: enough for a daemon whose test is about processes, transports
-# or the store, not routing quality. Its index builds from one document instead of the demo's seventeen
-# (measured: ~2.5 s less CPU per daemon start on this 2-core machine, 3.8-4.4 s instead of 6.3-7.2 s).
-SMALL_CORPUS_DOCS = ("secrets-handling.md",)
-_small_corpus: Path | None = None
 
 
 def env_for(home: Path, **extra: str) -> dict[str, str]:
@@ -29,25 +21,6 @@ def env_for(home: Path, **extra: str) -> dict[str, str]:
     env["BOSUN_HOME"] = str(home)
     env.update(extra)
     return env
-
-
-def small_corpus() -> Path:
-    """A policy directory holding ``SMALL_CORPUS_DOCS`` copied from the demo corpus (made once per process)."""
-    global _small_corpus
-    if _small_corpus is None:
-        from bosun.server.services.policies import demo_corpus_dir
-
-        target = Path(tempfile.mkdtemp(prefix="bosun-small-corpus-"))
-        atexit.register(shutil.rmtree, target, True)
-        for name in SMALL_CORPUS_DOCS:
-            shutil.copyfile(demo_corpus_dir() / name, target / name)
-        _small_corpus = target
-    return _small_corpus
-
-
-def quick_env(home: Path, **extra: str) -> dict[str, str]:
-    """``env_for`` with the one-document corpus: for daemons whose test does not judge routing."""
-    return env_for(home, BOSUN_POLICIES=str(small_corpus()), **extra)
 
 
 def wait_for_daemon(home: Path, proc: subprocess.Popen[bytes] | None = None, timeout: float = 60) -> dict[str, Any]:

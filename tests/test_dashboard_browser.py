@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.helpers_proc import BOSUN, quick_env, stop, wait_for_daemon
+from tests.helpers_proc import BOSUN, env_for, stop, wait_for_daemon
 from tests.test_observe import PYTEST_OUT
 
 CHROMIUM = os.environ.get("BOSUN_CHROMIUM", "/usr/bin/chromium")
@@ -50,7 +50,7 @@ def _browser_or_skip() -> None:
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[dict[str, Any]]:
     home = tmp_path / "home"
-    proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(home)], env=quick_env(home),
+    proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(home)], env=env_for(home),
                             stderr=subprocess.DEVNULL)
     try:
         info = wait_for_daemon(home, proc)
@@ -67,7 +67,7 @@ def token_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """One daemon bound beyond loopback with a token, shared by the module's read-only token checks."""
     home = tmp_path_factory.mktemp("dashboard-token") / "home"
     proc = subprocess.Popen([*BOSUN, "serve", "--host", "0.0.0.0", "--port", "0", "--home", str(home)],
-                            env=quick_env(home, BOSUN_TOKEN="dash-s3cret"), stderr=subprocess.DEVNULL)
+                            env=env_for(home, BOSUN_TOKEN="dash-s3cret"), stderr=subprocess.DEVNULL)
     try:
         yield wait_for_daemon(home, proc)["url"].rsplit("/mcp", 1)[0]
     finally:

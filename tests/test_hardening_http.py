@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.helpers_proc import BOSUN, quick_env, stop, wait_for_daemon
+from tests.helpers_proc import BOSUN, env_for, stop, wait_for_daemon
 
 TOKEN = "hardening-test-token"
 ROUTES = ("/healthz", "/v1/route", "/mcp")
@@ -39,7 +39,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     (home / "daemon.log").write_text("a log a bridge created with the default mode\n")
     (home / "daemon.log").chmod(0o644)
     proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(home)],
-                            env=quick_env(home, BOSUN_TOKEN=TOKEN), stderr=subprocess.PIPE)
+                            env=env_for(home, BOSUN_TOKEN=TOKEN), stderr=subprocess.PIPE)
     try:
         url = wait_for_daemon(home, proc)["url"]
         yield url, home, proc

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from bosun.server.commands import health
-from tests.helpers_proc import BOSUN, quick_env, stop, wait_for_daemon, wait_ready
+from tests.helpers_proc import BOSUN, env_for, stop, wait_for_daemon, wait_ready
 
 
 def test_store_check(tmp_path: Path) -> None:
@@ -39,31 +39,31 @@ def test_daemon_body_maps_to_checks() -> None:
 
 def test_health_against_a_real_daemon_and_after_it_stops(tmp_path: Path) -> None:
     home = tmp_path / "home"
-    proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(home)], env=quick_env(home),
+    proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(home)], env=env_for(home),
                             stderr=subprocess.DEVNULL)
     try:
         wait_ready(wait_for_daemon(home, proc)["url"])
-        res = subprocess.run([*BOSUN, "health", "--json", "--home", str(home)], env=quick_env(home),
+        res = subprocess.run([*BOSUN, "health", "--json", "--home", str(home)], env=env_for(home),
                              capture_output=True, timeout=120)
         body = json.loads(res.stdout)
         states = {c["part"]: c["state"] for c in body["checks"]}
         assert res.returncode == 0 == body["exit_code"], body
         assert states["daemon"] == "ok" and states["model"] == "ok" and states["store"] == "ok"
         assert states["index"] in ("ok", "starting")
-        shown = subprocess.run([*BOSUN, "dashboard", "--print", "--home", str(home)], env=quick_env(home),
+        shown = subprocess.run([*BOSUN, "dashboard", "--print", "--home", str(home)], env=env_for(home),
                                capture_output=True, timeout=120)
         assert shown.returncode == 0 and shown.stdout.decode().strip().endswith("/dashboard")
-        stats = subprocess.run([*BOSUN, "stats", "--json", "--home", str(home)], env=quick_env(home),
+        stats = subprocess.run([*BOSUN, "stats", "--json", "--home", str(home)], env=env_for(home),
                                capture_output=True, timeout=120)
         assert stats.returncode == 0 and json.loads(stats.stdout)["source"] == "daemon"
     finally:
         stop(proc.pid)
         proc.wait(timeout=20)
-    res = subprocess.run([*BOSUN, "health", "--home", str(home)], env=quick_env(home), capture_output=True,
+    res = subprocess.run([*BOSUN, "health", "--home", str(home)], env=env_for(home), capture_output=True,
                          timeout=120)
     assert res.returncode & health.BITS["daemon"]
     assert not res.returncode & health.BITS["store"]
     assert b"daemon  failed" in res.stdout
-    gone = subprocess.run([*BOSUN, "dashboard", "--home", str(home)], env=quick_env(home), capture_output=True,
+    gone = subprocess.run([*BOSUN, "dashboard", "--home", str(home)], env=env_for(home), capture_output=True,
                           timeout=120)
     assert gone.returncode == 1 and b"bosun serve" in gone.stderr

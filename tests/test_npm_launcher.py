@@ -20,7 +20,6 @@ from pathlib import Path
 import pytest
 
 import bosun
-from tests.helpers_proc import small_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 LAUNCHER = ROOT / "npm" / "bin" / "bosun-mcp.js"
@@ -185,8 +184,7 @@ async def test_launcher_serves_real_bosun_over_stdio(tmp_path: Path) -> None:
     from mcp.client.stdio import StdioServerParameters
 
     assert NODE is not None
-    env = {"BOSUN_PYTHON": sys.executable, "BOSUN_HOME": str(tmp_path / "home"), "BOSUN_LAUNCHER_QUIET": "1",
-           "BOSUN_POLICIES": str(small_corpus())}  # the launcher is the test, not routing
+    env = {"BOSUN_PYTHON": sys.executable, "BOSUN_HOME": str(tmp_path / "home"), "BOSUN_LAUNCHER_QUIET": "1"}
     params = StdioServerParameters(command=NODE, args=[str(LAUNCHER), "--standalone"], env=env)
     async with Client(params, mode="legacy") as client:
         tools = await client.list_tools()

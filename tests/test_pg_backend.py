@@ -27,7 +27,6 @@ from bosun.store.idempotency import CALL_KEY, AlreadyApplied, CallKey
 from bosun.store.pg_refs import CHUNK
 from bosun.store.pg_schema import PG_SCHEMA_VERSION
 from bosun.store.tasks import NewEvent
-from tests.helpers_proc import small_corpus
 from tests.pg_cluster import fresh_database, pg_url  # noqa: F401  (the fixture)
 
 
@@ -236,7 +235,6 @@ def test_serve_database_url_flag_puts_the_daemon_on_postgresql(tmp_path: Path, p
 
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if k != "BOSUN_DATABASE_URL"}
-    env["BOSUN_POLICIES"] = str(small_corpus())  # a store test: a one-document index builds quickly
     proc = subprocess.Popen([sys.executable, "-m", "bosun", "serve", "--home", str(home), "--port", "0",
                              "--database-url", pg_url], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:

@@ -33,7 +33,7 @@ from mcp import Client
 from mcp.types import CallToolResult, RequestParamsMeta, ResourceUpdatedNotification, TextContent
 
 from bosun.server.idempotency import META_KEY
-from tests.helpers_proc import BOSUN, quick_env, stop, wait_for_daemon
+from tests.helpers_proc import BOSUN, env_for, stop, wait_for_daemon
 
 pytestmark = pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
 
@@ -98,7 +98,7 @@ class Daemon:
     url: str = ""
 
     def spawn(self) -> Daemon:
-        env = quick_env(self.home, BOSUN_DATABASE_URL=self.database_url)
+        env = env_for(self.home, BOSUN_DATABASE_URL=self.database_url)
         with (self.home.parent / f"{self.home.name}.log").open("ab") as log:
             self.proc = subprocess.Popen([*BOSUN, "serve", "--port", "0", "--home", str(self.home)], env=env,
                                          stdout=subprocess.DEVNULL, stderr=log)

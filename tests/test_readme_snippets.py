@@ -23,8 +23,6 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.helpers_proc import small_corpus
-
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 FENCE = re.compile(r"```(json|toml)\n(.*?)```", re.S)
@@ -80,8 +78,7 @@ async def test_readme_snippets_connect(snippet_home: Path) -> None:
     http = [(label, e) for label, e in found if "url" in e]
     for label, entry in stdio:  # the first one starts the daemon, the others attach to it
         command = bosun_script() if entry["command"] == "bosun" else entry["command"]
-        env = {**{k: str(v) for k, v in entry.get("env", {}).items()}, "BOSUN_HOME": str(snippet_home),
-               "BOSUN_POLICIES": str(small_corpus())}  # connecting is the test, not routing
+        env = {**{k: str(v) for k, v in entry.get("env", {}).items()}, "BOSUN_HOME": str(snippet_home)}
         params = StdioServerParameters(command=command, args=list(entry.get("args", [])), env=env)
         async with Client(params, mode="legacy") as client:
             tools = {tool.name for tool in (await client.list_tools()).tools}

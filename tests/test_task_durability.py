@@ -27,7 +27,6 @@ from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
 from bosun.server.transport.serve import bind_socket, http_app
-from tests.helpers_proc import small_corpus
 from tests.pg_cluster import BACKENDS, fresh_database, with_backend
 
 AGENTS = 20
@@ -118,7 +117,7 @@ def _wait_daemon(home: Path, proc: subprocess.Popen[bytes], timeout: float = 90.
 
 
 def _spawn(home: Path, database_url: str | None) -> subprocess.Popen[bytes]:
-    env = dict(os.environ, BOSUN_HOME=str(home), BOSUN_POLICIES=str(small_corpus()))  # not a routing test
+    env = dict(os.environ, BOSUN_HOME=str(home))
     env.pop("BOSUN_DATABASE_URL", None)
     if database_url:
         env["BOSUN_DATABASE_URL"] = database_url
