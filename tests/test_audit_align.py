@@ -12,7 +12,6 @@ from mcp import Client
 
 from bosun.core.audit.align import (
     TokenEncoder,
-    WordStates,
     aligned_coverage,
     encoder_from_embedder,
     soft_recall,
@@ -67,7 +66,7 @@ def test_word_states_keep_content_words_stemmed(encoder: TokenEncoder) -> None:
     ws = encoder.encode(["The statute was unbelievably enacted in 1990."])[0]
     assert ws.tokens[0] == "statut" and ws.tokens[-1] == "1990" and len(ws.tokens) == 4  # "unbelievably": one word
     assert "the" not in ws.tokens and "was" not in ws.tokens
-    assert ws.vecs.shape == (len(ws.tokens), DIM)
+    assert ws.vecs.shape == (len(ws.tokens), DIM) and ws.vecs.dtype == np.float32
     assert np.allclose(np.linalg.norm(ws.vecs.astype(np.float32), axis=1), 1.0, atol=1e-2)
 
 
@@ -200,11 +199,6 @@ async def test_service_without_token_states_falls_back_to_pooled_cosines() -> No
 
     rep = await AuditService(Model()).report("", CHUNKS, "Obama signed the Affordable Care Act in 2010.", None)
     assert rep["token_alignment"] is False and rep["matcher"] == "semantic"
-
-
-def test_word_states_are_typed() -> None:
-    ws = WordStates(("a",), np.zeros((1, DIM), dtype=np.float16))
-    assert ws.vecs.dtype == np.float16
 
 
 @pytest.mark.model

@@ -26,7 +26,7 @@ import numpy as np
 
 from bosun.core.audit.claims import content_tokens
 
-CACHE_MAX = 4096  # texts whose word states are kept (float16: ~20 KB for a 25-word sentence)
+CACHE_MAX = 2048  # texts whose word states are kept (float32, ~38 KB for a 25-word sentence: no conversion per call)
 MAX_CHARS = 1000  # as the pooled embedding: the model reads ~256 tokens
 BATCH_TOKENS2 = 4 * 64 * 64  # batch size x (longest length)^2 stays within this (attention memory)
 MAX_BATCH = 32
@@ -37,7 +37,7 @@ class WordStates:
     """A text's content words (stemmed, as the lexical matcher tokenises) and their unit vectors."""
 
     tokens: tuple[str, ...]
-    vecs: np.ndarray  # float16 [len(tokens), dim], L2-normalised
+    vecs: np.ndarray  # float32 [len(tokens), dim], L2-normalised
 
 
 class _Session(Protocol):
@@ -133,7 +133,7 @@ def _word_states(text: str, enc: Any, states: np.ndarray) -> WordStates:
         if norm > 0:
             tokens.append(toks[0])
             rows.append(vec / norm)
-    vecs = np.array(rows, dtype=np.float16) if rows else np.zeros((0, states.shape[-1]), dtype=np.float16)
+    vecs = np.array(rows, dtype=np.float32) if rows else np.zeros((0, states.shape[-1]), dtype=np.float32)
     return WordStates(tuple(tokens), vecs)
 
 
@@ -148,7 +148,7 @@ def soft_recall(claim: WordStates, evidence: Sequence[WordStates]) -> dict[str, 
         return {}
     if not ev:
         return dict.fromkeys(claim.tokens, 0.0)
-    sims = claim.vecs.astype(np.float32) @ np.concatenate(ev).astype(np.float32).T
+    sims = claim.vecs.astype(np.float32, copy=False) @ np.concatenate(ev).astype(np.float32, copy=False).T
     best = sims.max(axis=1)
     out: dict[str, float] = {}
     for tok, b in zip(claim.tokens, best.tolist(), strict=True):
@@ -170,9 +170,10 @@ def soft_recall_many(claims: Sequence[WordStates], candidates: Sequence[Sequence
     row_of = {s: i for i, s in enumerate(order)}
     lengths = np.array([len(sentences[s].tokens) for s in order])
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    stacked = np.concatenate([sentences[s].vecs for s in order]).astype(np.float32)
+    stacked = np.concatenate([sentences[s].vecs for s in order]).astype(np.float32, copy=False)
     claim_rows = [c.vecs for c in claims if len(c.tokens)]
-    words = np.concatenate(claim_rows).astype(np.float32) if claim_rows else np.zeros((0, stacked.shape[1]), np.float32)
+    words = (np.concatenate(claim_rows).astype(np.float32, copy=False) if claim_rows
+             else np.zeros((0, stacked.shape[1]), np.float32))
     per_sentence = np.maximum.reduceat(stacked @ words.T, starts, axis=0)  # [sentences, all claim words]
     col = 0
     for claim, cands in zip(claims, candidates, strict=True):
