@@ -9,9 +9,10 @@ tree's. Compared, byte for byte or field for field:
 2. what observe measures of the larger outputs and of concatenations up to 1 MB: line count, token
    estimate, kind, outline lines, hints and facts;
 3. recall grep over payloads (ASCII and not, real and concatenated) with agents' kinds of patterns:
-   text, counts, notes, line numbers; and old/new time per grep, interleaved.
+   text, counts, notes, line numbers; and old/new time per grep, interleaved;
+4. recall grep over random byte strings (invalid UTF-8, carriage returns, the Kelvin sign, long lines).
 
-    python bench/offload_regress.py [--old-rev b6c9393] [--limit 0]
+    python bench/offload_regress.py [--old-rev b6c9393] [--limit 0] [--fuzz 3000]
 
 Exits 1 on any difference.
 """
@@ -147,8 +148,17 @@ def compare_measures(old: dict[str, types.ModuleType], corpus: list[str], big: l
     return bad
 
 
+def unbounded(*modules: types.ModuleType) -> None:
+    """Lift the grep time budget in both versions: on a loaded machine a scan may hit the 0.5 s
+    deadline on one side and not the other, which compares the machine, not the code."""
+    for mod in modules:
+        setattr(mod, "GREP_TIME_BUDGET_S", 60.0)  # noqa: B010 (the module attribute both versions read)
+
+
 def compare_grep(old: types.ModuleType, corpus: list[str], big: list[str]) -> int:
     import bosun.core.offload.query as new
+
+    unbounded(old, new)
 
     cases = [t for t in corpus if len(t) > 5_000][:300] + big
     bad = n = fast = 0
@@ -180,10 +190,44 @@ def compare_grep(old: types.ModuleType, corpus: list[str], big: list[str]) -> in
     return bad
 
 
+FUZZ_PIECES = (b"a", b"b", b"F", b"FAILED", b"Traceback", b" ", b"\n", b"\r", "é".encode(), "€".encode(), b"\xff",
+               b"\xc3", b"\x80", "😀".encode(), b"K", "\u212a".encode(), b"x = ", b"error", b"(", b"def ")
+FUZZ_PATTERNS = ((r"^FAILED|Traceback", False), (r"a+b", False), (r"F.*D", False), (r"error|K", True),
+                 (r"x = .+", False), (r"(?=a)ab", False), (r"[a-z]+\(", False), (r"b$", False), (r"^a", False),
+                 (r"(?i:fail)ed", False), (r"def .*\(", False))
+
+
+def compare_grep_fuzz(old: types.ModuleType, cases: int, seed: int = 7) -> int:
+    """Grep over random byte strings: invalid UTF-8, carriage returns, the Kelvin sign, long lines."""
+    import random
+
+    import bosun.core.offload.query as new
+
+    unbounded(old, new)
+    rnd = random.Random(seed)
+    bad = n = 0
+    for _ in range(cases):
+        data = b"".join(rnd.choice(FUZZ_PIECES) for _ in range(rnd.randrange(1, 400)))
+        if rnd.random() < 0.1:
+            data *= 50
+        for pattern, ignore_case in FUZZ_PATTERNS:
+            for max_matches in (1, 5, 1000):
+                a = old.run_query(data, "grep", pattern=pattern, ignore_case=ignore_case, max_matches=max_matches)
+                b = new.run_query(data, "grep", pattern=pattern, ignore_case=ignore_case, max_matches=max_matches)
+                n += 1
+                if (a.text, a.note, a.extra, a.total_lines, a.returned_lines) != \
+                        (b.text, b.note, b.extra, b.total_lines, b.returned_lines):
+                    bad += 1
+                    print(f"fuzzed grep differs: {pattern!r} on {data[:80]!r}")
+    print(f"recall grep, fuzzed bytes: {n:,} cases, {bad} differences")
+    return bad
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--old-rev", default=START_REV)
     ap.add_argument("--limit", type=int, default=0, help="texts read from the trajectories (0: all)")
+    ap.add_argument("--fuzz", type=int, default=3000, help="random byte strings for the grep comparison")
     args = ap.parse_args()
     old = old_modules(args.old_rev)
     corpus = texts(args.limit)
@@ -191,6 +235,7 @@ def main() -> None:
     bad = compare_redaction(old["redact"], corpus, big)
     bad += compare_measures(old, corpus, big)
     bad += compare_grep(old["query"], corpus, big)
+    bad += compare_grep_fuzz(old["query"], args.fuzz)
     print("IDENTICAL" if not bad else f"{bad} DIFFERENCES")
     sys.exit(1 if bad else 0)
 

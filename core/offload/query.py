@@ -176,6 +176,7 @@ _STR_ONLY = ("\\p", "\\P", "\\N", "[:")
 # the non-ASCII characters an ASCII letter (or range of letters) matches case-insensitively in a str
 # (found by testing every code point against (?i)[a-zA-Z] with the engine): İ ı ſ K (Kelvin sign)
 _ASCII_FOLDS = tuple(chr(c).encode() for c in (0x130, 0x131, 0x17F, 0x212A))
+UTF8_SCAN_ABOVE = 65_536  # bytes: a smaller non-ASCII payload decodes faster than the pattern is parsed
 _SRE: Any = importlib.import_module("re._parser")  # the standard library's regex parser (no stub)
 _SRE_FLAGS = re.IGNORECASE | re.MULTILINE | re.VERBOSE | re.UNICODE  # (?i) (?m) (?x) (?u) only
 
@@ -188,13 +189,13 @@ def bytes_pattern(pattern: str, ignore_case: bool, data: bytes) -> Any:
     classes (``\w \s \d \b``, ``.``, case folding) agree on all 128 ASCII characters in both
     modes; Unicode properties, POSIX classes and named characters (``(?i)\p{Lu}`` and
     ``(?i)[[:upper:]]`` also match "a" in a ``str``) and patterns the bytes engine refuses (``\u`` escapes, ``(?u)``) keep the ``str``
-    scan. A payload with non-ASCII text (``utf8_safe``) takes the bytes scan too when every piece of the
+    scan. A payload with non-ASCII text (over 64 KB, ``utf8_safe``) takes the bytes scan too when every piece of the
     pattern matches ASCII characters only, so it can never match inside a multi-byte character.
     Skipping the decode, and counting line numbers with numpy, makes a grep over a megabyte faster.
     """
     if not pattern.isascii() or any(c in pattern for c in _STR_ONLY):
         return None
-    if not data.isascii() and not utf8_safe(pattern, ignore_case, data):
+    if not data.isascii() and (len(data) < UTF8_SCAN_ABOVE or not utf8_safe(pattern, ignore_case, data)):
         return None
     flags = regex.MULTILINE | (regex.IGNORECASE if ignore_case else 0)
     try:
@@ -430,6 +431,8 @@ def _byte_seeds(data: bytes, literals: list[bytes], ignore_case: bool) -> list[i
             if not len(sel):
                 break
         if sel is not None and len(sel):
+            if len(sel) > MAX_SEEDS:  # the union is at least as large
+                return None
             found.append(sel)
             if sum(len(f) for f in found) > MAX_SEEDS and len(np.unique(np.concatenate(found))) > MAX_SEEDS:
                 return None
