@@ -22,17 +22,18 @@ import time
 from pathlib import Path
 
 from bosun.core.errors import IntegrityError
-from bosun.store.db import storage_error
 from bosun.store.refs import RefStore, SQLiteRefStore, make_ref
 
 CHUNK = 1 << 20
 
 
 async def put_file(refs: RefStore, path: Path, digest: str, media_type: str) -> str:
+    from bosun.store.db import storage_error
+
     """Store the file at ``path`` (sha256 ``digest``, computed while it was written) and return its ref."""
     if isinstance(refs, SQLiteRefStore) and refs.writer is not None:
         try:
-            return await asyncio.to_thread(_sqlite_put_file, refs.writer.path, path, digest, media_type)
+            return await asyncio.to_thread(sqlite_put_file, refs.writer.path, path, digest, media_type)
         except sqlite3.Error as exc:
             raise storage_error(exc, "store the payload") from exc
     if type(refs).__name__ == "PgRefStore":
@@ -49,7 +50,13 @@ async def put_file(refs: RefStore, path: Path, digest: str, media_type: str) -> 
     return ref
 
 
-def _sqlite_put_file(db: str, path: Path, digest: str, media_type: str) -> str:
+def sqlite_db(refs: RefStore) -> str | None:
+    """The database file of a file-backed SQLite ref store (None for any other store)."""
+    return refs.writer.path if isinstance(refs, SQLiteRefStore) and refs.writer is not None else None
+
+
+def sqlite_put_file(db: str, path: Path, digest: str, media_type: str) -> str:
+    """Store ``path`` in the ``refs`` table of ``db`` under ``digest`` (nothing when it is there already)."""
     size = path.stat().st_size
     conn = sqlite3.connect(db, timeout=5.0, isolation_level=None)
     try:

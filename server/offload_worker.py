@@ -9,7 +9,8 @@ The child reads its sources (file ranges and literal text, one UTF-8 stream deco
 ``errors="replace"``, as ``read_spool`` and ``clean_text`` do), scrubs them a chunk of whole lines
 at a time (``chunked_redact.py``) into ``out`` while hashing and counting, then reads the scrubbed
 text back and runs ``observe_shape.measure`` and ``shape``, the functions the in-process observe
-runs: the answer is the same (tests/test_big_observe.py compares them). That last step holds the
+runs: the answer is the same (tests/test_big_observe.py compares them). With ``sqlite_db`` it also
+stores the scrubbed file in the SQLite ref store (``blob_file.sqlite_put_file``) before that. That last step holds the
 scrubbed text whole (the outline builders of ``core/offload`` take the whole text), in this
 process, not the daemon.
 
@@ -22,11 +23,17 @@ import asyncio
 import codecs
 import hashlib
 import json
+import logging
 import os
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from bosun.core.errors import BosunError
+
+log = logging.getLogger("bosun.offload")
 
 READ = 1 << 20  # bytes per read from a source file
 NICE = 10  # the worker yields the CPU to the daemon and the agents' own processes: one agent's bulk work
@@ -73,19 +80,25 @@ def observe_files(request: dict[str, Any]) -> dict[str, Any]:
 
         totals = redact_chunks(source_pieces(request["sources"]), redactor, emit)
     redactions = totals.counts
+    hexdigest = digest.hexdigest()
+    stored = False
+    if request.get("sqlite_db"):  # stored from here: SQLite's copies of the blob go with this process
+        from bosun.server.blob_file import sqlite_put_file
+
+        sqlite_put_file(str(request["sqlite_db"]), out_path, hexdigest, str(request.get("media_type")))
+        stored = True
     data = out_path.read_bytes()
     text = data.decode("utf-8", "replace")
     prune = get_mode(request.get("prune"))
     measured = measure(text, data, redactions, prune, request.get("command"), request.get("offload"),
                        bool(request.get("failed")))
-    hexdigest = digest.hexdigest()
     shaped = shape(text, len(data), hexdigest, measured, redactions, request.get("offload"), request.get("intent"),
                    bool(request.get("failed")))
     return {"digest": hexdigest, "nbytes": len(data), "tokens": measured.tokens, "lines": totals.lines,
-            "redactions": redactions, "shaped": shaped.as_json()}
+            "redactions": redactions, "shaped": shaped.as_json(), "stored": stored}
 
 
-class WorkerFailed(RuntimeError):
+class WorkerFailed(BosunError):
     """The worker process ended without an answer (killed, out of memory, or a bug: its stderr says)."""
 
 
@@ -106,9 +119,15 @@ async def run_worker(request: dict[str, Any]) -> dict[str, Any]:
         answer = json.loads(out)
     except ValueError:
         answer = None
+    if isinstance(answer, dict) and "sqlite_error" in answer:  # storing the blob failed: say what, and if safe
+        from bosun.store.db import storage_error
+
+        raise storage_error(sqlite3.OperationalError(str(answer["sqlite_error"])), "store the payload")
     if not isinstance(answer, dict) or "ok" not in answer:
         detail = answer.get("error") if isinstance(answer, dict) else err.decode("utf-8", "replace")[-400:]
-        raise WorkerFailed(f"the offload worker failed (exit {proc.returncode}): {detail}")
+        log.warning("offload worker failed (exit %s): %s", proc.returncode, detail)
+        raise WorkerFailed(f"observe: the process that scrubs and outlines a huge output failed (exit "
+                           f"{proc.returncode}); nothing was applied; retrying is safe")
     return dict(answer["ok"])
 
 
@@ -120,6 +139,8 @@ def main() -> int:
     request = json.loads(sys.stdin.buffer.read())
     try:
         answer: dict[str, Any] = {"ok": observe_files(request)}
+    except sqlite3.Error as exc:
+        answer = {"sqlite_error": str(exc)}
     except Exception as exc:  # reported to the daemon, which answers the call with a tool error
         answer = {"error": f"{type(exc).__name__}: {exc}"}
     sys.stdout.write(json.dumps(answer))

@@ -37,7 +37,7 @@ from bosun.core.offload.offload import (
 from bosun.core.offload.outline import build_outline
 from bosun.core.redact import Redactor, redact_value
 from bosun.core.task.state import Event
-from bosun.server.blob_file import put_file
+from bosun.server.blob_file import put_file, sqlite_db
 from bosun.server.offload_worker import run_worker
 from bosun.server.services.files import FileService
 from bosun.server.services.observe_shape import THREAD_ABOVE, Shaped, measure, shape
@@ -245,8 +245,11 @@ class ObserveService:
                 "redact_extra": cfg.redact_extra, "prune": prune.name,
                 "command": shell_command(tool, red_args) if red_args is not None else None,
                 "offload": offload, "intent": self.redactor.scrub(clean_text(intent)) if intent else None,
-                "failed": failed})
-            ref = await put_file(self.engine.refs, scrubbed, str(got["digest"]), MEDIA_TEXT)
+                "failed": failed, "sqlite_db": sqlite_db(self.engine.refs), "media_type": MEDIA_TEXT})
+            if got.get("stored"):  # the worker stored it (SQLite): committed before the event points at it
+                ref = make_ref(str(got["digest"]))
+            else:
+                ref = await put_file(self.engine.refs, scrubbed, str(got["digest"]), MEDIA_TEXT)
         finally:
             scrubbed.unlink(missing_ok=True)
         return await self._journal(task_id, failed, tool, red_args, a_hash, int(got["nbytes"]), ref,
