@@ -214,3 +214,15 @@ def test_bosun_big_observe_bytes_is_read_with_a_default_and_0_turns_it_off(tmp_p
     assert Config.from_env({}, home=tmp_path).big_observe_bytes == 8 << 20
     assert Config.from_env({"BOSUN_BIG_OBSERVE_BYTES": "0"}, home=tmp_path).big_observe_bytes == 0
     assert Config.from_env({"BOSUN_BIG_OBSERVE_BYTES": "1048576"}, home=tmp_path).big_observe_bytes == 1 << 20
+
+
+def test_spool_files_a_killed_daemon_left_are_swept_and_live_ones_kept(tmp_path: Path) -> None:
+    import os
+
+    old, live, other = tmp_path / "value-old", tmp_path / "scrubbed-live", tmp_path / "run-1-a.out"
+    for path in (old, live, other):
+        path.write_text("x")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    os.utime(other, (time.time() - 7200, time.time() - 7200))
+    big_call.sweep(tmp_path)
+    assert not old.exists() and live.exists() and other.exists()

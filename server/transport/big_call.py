@@ -21,11 +21,13 @@ separate process. Runs on a thread: it reads files and holds the GIL for a few m
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import re
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -41,6 +43,7 @@ WINDOW = 1 << 20  # bytes scanned (and decoded) at a time
 ENVELOPE_MAX = 1 << 20  # bytes of the body outside the big string at most
 MAX_QUOTES = 100_000  # a body with more strings than this is not one big output: the SDK gets it
 OBSERVED_KINDS = ("result", "failure")
+STALE_S = 3600.0  # seconds: spool files older than this are a killed daemon's leftovers
 _HIGH_SURROGATE = re.compile(rb"\\u[dD][89abAB][0-9a-fA-F]{2}")
 
 
@@ -140,6 +143,7 @@ def extract(body: IO[bytes], size: int, spool_dir: Path) -> Handoff | None:
     if not _observe_with_result(message, placeholder[1:-1].decode()):
         return None
     spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    sweep(spool_dir)
     fd, name = tempfile.mkstemp(dir=spool_dir, prefix="value-")  # 0600
     path = Path(name)
     try:
@@ -153,6 +157,17 @@ def extract(body: IO[bytes], size: int, spool_dir: Path) -> Handoff | None:
     token = register(value)
     envelope = head + json.dumps(token).encode() + tail
     return Handoff(envelope, value)
+
+
+def sweep(spool_dir: Path, older_than_s: float = STALE_S) -> None:
+    """Remove the decoded and scrubbed files a killed daemon left (a live request is far younger: the call
+    deadline is minutes). The files are named, not unlinked at once, because the worker process reads them."""
+    cutoff = time.time() - older_than_s
+    for pattern in ("value-*", "scrubbed-*"):
+        for leftover in spool_dir.glob(pattern):
+            with contextlib.suppress(OSError):
+                if leftover.stat().st_mtime < cutoff:
+                    leftover.unlink()
 
 
 def _observe_with_result(message: Any, placeholder: str) -> bool:
