@@ -1,12 +1,12 @@
 """Shared fixtures: an Engine on a temp BOSUN_HOME, with a fast deterministic
 embedder for tests about logic, or the real embedded model for tests about meaning.
 
-Also how the suite spreads over the CPUs (pytest-xdist, ``-n auto --dist loadgroup`` in
-pyproject): the whole suite runs on one worker per usable CPU (at most ``MAX_WORKERS``), because
-most of its time is spent waiting on real ``bosun`` processes; a run that names files or test ids
-stays in this process (a worker's start-up would cost more than it saves). Tests sharing a module-
-or session-scoped fixture of this suite (a daemon, a parsed Dockerfile) stay together in one worker,
-so the fixture is built once and the module's tests run in their written order.
+Also how the suite spreads over the CPUs (pytest-xdist, ``-n auto --dist loadscope`` in
+pyproject): the whole suite runs on one worker per idle CPU (at most ``MAX_WORKERS``), because
+much of its time is spent waiting on real ``bosun`` processes; a run that names files or test ids
+stays in this process (a worker's start-up would cost more than it saves; ``-n 0`` forces that).
+``loadscope`` keeps each module on one worker, so a module-scoped daemon is started once and the
+module's tests run in their written order.
 """
 
 from __future__ import annotations
@@ -33,35 +33,19 @@ def _whole_suite(config: pytest.Config) -> bool:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """Workers for ``-n auto``: one per usable CPU for the whole suite, none (in-process) for a partial run."""
+    """Workers for ``-n auto``: one per idle CPU for the whole suite, none (in-process) for a partial run.
+
+    Idle = usable CPUs minus the 1-minute load average. On a saturated machine workers only add their own
+    start-up (each collects the suite and loads the model: measured on a process-heavy subset at load 11-17,
+    two workers took the same wall time, 201-238 s vs 207-213 s, for 79-80 s of CPU instead of 61-65 s), so
+    fewer than two idle CPUs run in-process. ``PYTEST_XDIST_AUTO_NUM_WORKERS`` overrides the count."""
     override = os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS")
     if override:
         return int(override)
     if not _whole_suite(config):
         return 0
-    return max(1, min(MAX_WORKERS, len(os.sched_getaffinity(0))))
-
-
-def _shared_scope(item: pytest.Item) -> str | None:
-    """The group of tests that must share ``item``'s worker: its module when it uses one of the suite's
-    own module-, package- or session-scoped fixtures (plugins' fixtures, e.g. tmp_path_factory, do not count)."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
-        return None
-    for name in info.names_closure:
-        for fixturedef in info.name2fixturedefs.get(name, ()):
-            if fixturedef.scope != "function" and fixturedef.baseid:
-                return item.nodeid.split("::")[0]
-    return None
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests that share a costly fixture with one ``xdist_group`` (used by ``--dist loadgroup``)."""
-    for item in items:
-        group = _shared_scope(item)
-        if group is not None and item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    idle = len(os.sched_getaffinity(0)) - round(os.getloadavg()[0])
+    return min(MAX_WORKERS, idle) if idle >= 2 else 0
 
 
 def real_model_factory(config: Config):  # type: ignore[no-untyped-def]
