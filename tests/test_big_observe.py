@@ -41,13 +41,15 @@ SECRETS = ["AKIAIOSFODNN7EXAMPLE", "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R
 def payload(size: int, seed: int = 7) -> str:
     """Log lines with secrets, non-ASCII text, quotes, backslashes and control characters to escape."""
     rng = random.Random(seed)
-    lines = []
-    while sum(len(x) for x in lines) < size:
+    lines: list[str] = []
+    total = 0
+    while total < size:
         i = len(lines)
         if rng.random() < 0.01:
             lines.append(rng.choice(SECRETS) + "\n")
         else:
             lines.append(f"{i:07d} INFO worker-{i % 7} \"quoted\" path=C:\\tmp\\{i} é✓ \U0001f600 took={i % 97}ms\t\n")
+        total += len(lines[-1])
     lines.insert(len(lines) // 2, "Traceback (most recent call last):\nValueError: broken \x01 here\n")
     return "".join(lines)
 
