@@ -396,3 +396,19 @@ async def test_compaction_hint_reads_the_journal_incrementally_and_plans_the_sam
         assert view.seq == full[-1].seq and view.last_activity == max(e.created_at for e in full)
         slim = plan_compaction(view.events, pm, "compact", now, last_activity=view.last_activity).to_dict()
         assert slim == plan_compaction(full, pm, "compact", now).to_dict(), i
+
+
+def test_shape_is_light_only_when_no_intent_or_view_pass_will_scan_the_text() -> None:
+    """A 1 MB plain log with a stub is shaped in line; an intent, terminal noise or no stub means a pass."""
+    from types import SimpleNamespace
+
+    from bosun.server.services.observe_shape import shape_is_light
+
+    stubbed = SimpleNamespace(choice=SimpleNamespace(offload=True), outline=object())
+    plain = "line of log output\n" * 60_000
+    assert shape_is_light(plain, stubbed, None, None)  # type: ignore[arg-type]
+    assert not shape_is_light(plain, stubbed, None, "why does it fail")  # type: ignore[arg-type]
+    assert not shape_is_light("\x1b[31mred\x1b[0m\n" * 10_000, stubbed, None, None)  # type: ignore[arg-type]
+    unstubbed = SimpleNamespace(choice=SimpleNamespace(offload=False), outline=None)
+    assert not shape_is_light(plain, unstubbed, None, None)  # type: ignore[arg-type]
+    assert shape_is_light(plain, unstubbed, False, "intent")  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ from bosun.core.task.state import Event
 from bosun.server.blob_file import put_file, sqlite_db
 from bosun.server.offload_worker import run_worker
 from bosun.server.services.files import FileService
-from bosun.server.services.observe_shape import THREAD_ABOVE, Shaped, measure, shape
+from bosun.server.services.observe_shape import THREAD_ABOVE, Shaped, measure, shape, shape_is_light
 from bosun.server.services.recall import RefResolver
 from bosun.server.services.tasks import TaskService, check_task_id, check_text
 from bosun.server.spooled_values import lookup
@@ -283,8 +283,11 @@ class ObserveService:
             measured = measure(text, data, redactions, prune, command, offload, failed, build_outline)
         ref = await stored.ref()  # committed before the event that points at it
         digest = ref.rsplit(":", 1)[1]
-        shaped = await self._cpu(len(text), shape, text, len(data), digest, measured, redactions, offload, intent,
-                                 failed)
+        if len(data) <= OFF_LOOP_ABOVE and shape_is_light(text, measured, offload, intent):
+            shaped = shape(text, len(data), digest, measured, redactions, offload, intent, failed)
+        else:
+            shaped = await self._cpu(len(text), shape, text, len(data), digest, measured, redactions, offload,
+                                     intent, failed)
         return await self._journal(task_id, failed, tool, red_args, a_hash, len(data), ref, measured.tokens,
                                    shaped, redactions, prune, agent, exit_code)
 
