@@ -196,7 +196,7 @@ def test_depth_measured_in_pieces_matches_the_parsed_depth_wherever_the_pieces_s
     from bosun.server.transport.http_guard import DepthScan, json_depth
 
     rng = random.Random(7)
-    for _ in range(400):
+    for _ in range(100):
         value = _nested(rng, 0)
         body = json.dumps(value).encode()
         want = _depth_by_parsing(value)

@@ -162,8 +162,9 @@ def test_the_default_model_loads_without_fastembed_and_embeds_as_fastembed_does(
     reference = TextEmbedding(model_name=DEFAULT_MODEL, specific_model_path=str(model_dir), local_files_only=True,
                               threads=1)
     texts = ["bosun", "roll back the production deploy", "x " * 700, "", "héllo wörld 漢字", "Deploy!!"]
+    model = PooledOnnxModel(model_dir)
     for batch in (1, 4, len(texts)):
-        ours = np.vstack(list(PooledOnnxModel(model_dir).embed(texts, batch_size=batch)))
+        ours = np.vstack(list(model.embed(texts, batch_size=batch)))
         theirs = np.vstack(list(reference.embed(texts, batch_size=batch)))
         assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs)
     assert np.allclose(np.array(probe["vectors"], dtype=np.float32), theirs, atol=1e-6)  # l2-normalised again
