@@ -115,7 +115,7 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
     mcp.middleware.append(_announce_resource_list_changes)
     subscriptions.register(mcp, subs)
     completion.register(mcp, engine)
-    _register_tool_docs(mcp, [fn for module in TOOL_MODULES for fn in module.TOOLS])
+    docs.register(mcp, [fn for module in TOOL_MODULES for fn in module.TOOLS])
     mcp.middleware.append(argument_guard(tools))
     for module in TOOL_MODULES:
         register = getattr(module, "register", None)
@@ -137,19 +137,6 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
         return JSONResponse(body, status_code=200 if engine.model_ready() else 503)
 
     return mcp
-
-
-def _register_tool_docs(mcp: MCPServer[Engine], functions: list[Any]) -> None:
-    """``bosun://docs/tools`` (``protocol/docs.py``'s text), built on its first read instead of before
-    ``initialize`` is answered: it derives every tool's full schema again (~0.1-0.4 s of start-up)."""
-    text: list[str] = []
-
-    @mcp.resource(docs.URI, mime_type="text/markdown")
-    def tools_docs() -> str:
-        """Every tool's reference: ops, parameters with bounds and defaults, examples."""
-        if not text:
-            text.append(docs.tools_doc(functions))
-        return text[0]
 
 
 def _reject_unknown_prompts(mcp: MCPServer[Engine]) -> Any:
