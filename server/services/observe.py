@@ -190,17 +190,8 @@ class ObserveService:
         except UnicodeEncodeError:  # lone surrogates: U+FFFD instead of an error
             result = clean_text(result)
             raw = result.encode("utf-8")
-        limit = self.engine.config.max_payload_bytes
         raw_size = len(raw)
-        if raw_size > limit:
-            raise InvalidInput("result", f"is {raw_size} bytes; the limit is {limit} (BOSUN_MAX_PAYLOAD_BYTES)",
-                               "split the output, or observe a file with kind='file'")
-        state = await self.tasks.get(task_id)
-        prune = get_mode(mode or str(state.flags.get("prune_mode") or state.budget.get("prune_mode") or self.default_mode))
-        tool = self.redactor.scrub(clean_text(tool))
-        red_args = redact_value(clean_value(args), self.redactor)
-        a_hash = args_hash(red_args)
-        canonical_args(red_args)  # size check of the args (InvalidInput on overflow)
+        prune, tool, red_args, a_hash = await self._prepare(task_id, raw_size, tool, args, mode)
         if raw_size > OFF_LOOP_ABOVE:
             data, redactions = await asyncio.to_thread(self.redactor.redact_bytes, raw)
         else:
@@ -216,6 +207,20 @@ class ObserveService:
             if not stored.done():  # an error before the await: let the write finish, never orphan it
                 await stored.settle()
 
+    async def _prepare(self, task_id: str, nbytes: int, tool: Any, args: Any,
+                       mode: str | None) -> tuple[PruneMode, str, Any, str]:
+        """What both observe paths check and scrub before the output: its size against the limit, the task's
+        prune mode, the tool name and arguments redacted, their hash (and the arguments' size check)."""
+        limit = self.engine.config.max_payload_bytes
+        if nbytes > limit:
+            raise InvalidInput("result", f"is {nbytes} bytes; the limit is {limit} (BOSUN_MAX_PAYLOAD_BYTES)",
+                               "split the output, or observe a file with kind='file'")
+        state = await self.tasks.get(task_id)
+        prune = get_mode(mode or str(state.flags.get("prune_mode") or state.budget.get("prune_mode") or self.default_mode))
+        red_args = redact_value(clean_value(args), self.redactor)
+        canonical_args(red_args)  # size check of the args (InvalidInput on overflow)
+        return prune, self.redactor.scrub(clean_text(tool)), red_args, args_hash(red_args)
+
     async def observe_files(self, task_id: str, failed: bool, tool: str, args: Any, sources: list[dict[str, Any]],
                             nbytes: int, mode: str | None = None, offload: bool | None = None,
                             agent: str | None = None, intent: str | None = None,
@@ -223,16 +228,7 @@ class ObserveService:
         """``observe_output`` of an output held in files (``sources``: ranges of files and literal text, about
         ``nbytes`` bytes), never in this process: a child process scrubs, hashes, counts, outlines and shapes
         it (``server/offload_worker.py``), the scrubbed file is stored in chunks, then the journal as usual."""
-        limit = self.engine.config.max_payload_bytes
-        if nbytes > limit:
-            raise InvalidInput("result", f"is {nbytes} bytes; the limit is {limit} (BOSUN_MAX_PAYLOAD_BYTES)",
-                               "split the output, or observe a file with kind='file'")
-        state = await self.tasks.get(task_id)
-        prune = get_mode(mode or str(state.flags.get("prune_mode") or state.budget.get("prune_mode") or self.default_mode))
-        tool = self.redactor.scrub(clean_text(tool))
-        red_args = redact_value(clean_value(args), self.redactor)
-        a_hash = args_hash(red_args)
-        canonical_args(red_args)  # size check of the args (InvalidInput on overflow)
+        prune, tool, red_args, a_hash = await self._prepare(task_id, nbytes, tool, args, mode)
         cfg = self.engine.config
         spool = cfg.home / SPOOL_DIR
         spool.mkdir(mode=0o700, parents=True, exist_ok=True)
