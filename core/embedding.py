@@ -41,6 +41,24 @@ def l2_normalise(vectors: npt.NDArray[np.floating]) -> Vectors:
     return (arr / norms).astype(np.float32, copy=False)
 
 
+def cost_batches(tokens: Sequence[int], max_batch: int, budget: int) -> list[list[int]]:
+    """Indices of the texts, shortest first, cut into batches of at most ``max_batch`` whose size x longest
+    length^2 (``tokens`` per text) stays within ``budget``: a transformer's attention memory grows with that
+    product, and onnxruntime's arena keeps its peak."""
+    order = sorted(range(len(tokens)), key=tokens.__getitem__)
+    batches: list[list[int]] = []
+    batch: list[int] = []
+    for i in order:
+        n = max(1, tokens[i])
+        if batch and (len(batch) >= max_batch or (len(batch) + 1) * n * n > budget):
+            batches.append(batch)
+            batch = []
+        batch.append(i)
+    if batch:
+        batches.append(batch)
+    return batches
+
+
 def text_key(text: str) -> str:
     """Content hash used to cache an embedding (model id is kept beside it)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from bosun.core.embedding import Vectors, l2_normalise
+from bosun.core.embedding import Vectors, cost_batches, l2_normalise
 
 log = logging.getLogger("bosun.model")
 
@@ -320,18 +320,7 @@ def release_free_memory() -> None:
 def length_batches(lengths: Sequence[int]) -> list[list[int]]:
     """Indices of the texts, shortest first, cut into batches of at most 64 whose size x longest^2 (tokens,
     estimated from characters) stays within ``BATCH_TOKENS2``."""
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    batches: list[list[int]] = []
-    batch: list[int] = []
-    for i in order:
-        tokens = min(MAX_TOKENS, max(1, lengths[i] // CHARS_PER_TOKEN))
-        if batch and (len(batch) >= 64 or (len(batch) + 1) * tokens * tokens > BATCH_TOKENS2):
-            batches.append(batch)
-            batch = []
-        batch.append(i)
-    if batch:
-        batches.append(batch)
-    return batches
+    return cost_batches([min(MAX_TOKENS, max(1, n // CHARS_PER_TOKEN)) for n in lengths], 64, BATCH_TOKENS2)
 
 
 def load_embedder(home: Path, spec: ModelSpec | None = None) -> FastEmbedEmbedder:

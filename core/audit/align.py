@@ -25,6 +25,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from bosun.core.audit.claims import content_tokens
+from bosun.core.embedding import cost_batches
 
 CACHE_MAX = 2048  # texts whose word states are kept (float32, ~38 KB for a 25-word sentence: no conversion per call)
 MAX_CHARS = 1000  # as the pooled embedding: the model reads ~256 tokens
@@ -84,7 +85,7 @@ class TokenEncoder:
     def _run(self, texts: list[str]) -> list[WordStates]:
         encs = self._tokenizer.encode_batch(texts)  # padded to the longest of the call; cut per batch below
         result: list[WordStates | None] = [None] * len(texts)
-        for batch in _batches([sum(e.attention_mask) for e in encs]):
+        for batch in cost_batches([sum(e.attention_mask) for e in encs], MAX_BATCH, BATCH_TOKENS2):
             length = max(sum(encs[i].attention_mask) for i in batch)
             feed_all = {
                 "input_ids": np.array([encs[i].ids[:length] for i in batch], dtype=np.int64),
@@ -97,21 +98,6 @@ class TokenEncoder:
             for row, i in enumerate(batch):
                 result[i] = _word_states(texts[i], encs[i], states[row])
         return [r for r in result if r is not None]
-
-
-def _batches(lengths: list[int]) -> list[list[int]]:
-    order = sorted(range(len(lengths)), key=lengths.__getitem__)
-    out: list[list[int]] = []
-    cur: list[int] = []
-    for i in order:
-        n = max(1, lengths[i])
-        if cur and (len(cur) >= MAX_BATCH or (len(cur) + 1) * n * n > BATCH_TOKENS2):
-            out.append(cur)
-            cur = []
-        cur.append(i)
-    if cur:
-        out.append(cur)
-    return out
 
 
 def _word_states(text: str, enc: Any, states: np.ndarray) -> WordStates:
