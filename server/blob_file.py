@@ -3,11 +3,11 @@
 ``SQLiteRefStore.put`` takes the bytes whole, and SQLite then copies them (the bound parameter,
 the record it builds): a 100 MB put rose the daemon's RSS by ~370 MB. Until ``store/refs.py``
 offers a put from a file, this writes the row with SQLite's incremental blob I/O from a
-connection of its own: the row is inserted under a placeholder key with a zero blob, filled 1 MiB
+connection of its own: the row is inserted under a temporary key with a zero blob, filled 1 MiB
 per write (each its own short transaction, so journal writes never wait long), then renamed to
 its digest in one statement (or dropped, when the same bytes were stored meanwhile). Readers
 find blobs by their hex digest only, so a row being filled is never seen; a crash leaves a
-placeholder row, removed by the next huge put after an hour.
+temporary row, removed by the next huge put after an hour.
 
 PostgreSQL's store already streams a blob in chunks from a buffer: it gets a read-only mmap of
 the file (page cache, not this process's heap). Any other store gets the bytes.

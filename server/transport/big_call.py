@@ -131,16 +131,16 @@ def extract(body: IO[bytes], size: int, spool_dir: Path) -> Handoff | None:
     start, end = max(spans, key=lambda s: s[1] - s[0])
     if size - (end - start + 1) > ENVELOPE_MAX:
         return None
-    placeholder = b'"bosun-spooled-value:?"'
+    stand_in = b'"bosun-spooled-value:?"'
     body.seek(0)
     head = body.read(start)
     body.seek(end + 1)
     tail = body.read()
     try:
-        message = json.loads(head + placeholder + tail)
+        message = json.loads(head + stand_in + tail)
     except (ValueError, RecursionError):
         return None
-    if not _observe_with_result(message, placeholder[1:-1].decode()):
+    if not _observe_with_result(message, stand_in[1:-1].decode()):
         return None
     spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     sweep(spool_dir)
@@ -170,13 +170,14 @@ def sweep(spool_dir: Path, older_than_s: float = STALE_S) -> None:
                     leftover.unlink()
 
 
-def _observe_with_result(message: Any, placeholder: str) -> bool:
-    """Whether ``message`` is a ``tools/call`` of ``observe`` whose ``arguments.result`` is ``placeholder``."""
+def _observe_with_result(message: Any, stand_in: str) -> bool:
+    """Whether ``message`` is a ``tools/call`` of ``observe`` whose ``arguments.result`` is ``stand_in``
+    (the token that took the spooled string's place)."""
     if not isinstance(message, dict) or message.get("method") != "tools/call" or "id" not in message:
         return False
     params = message.get("params")
     if not isinstance(params, dict) or params.get("name") != "observe":
         return False
     arguments = params.get("arguments")
-    return (isinstance(arguments, dict) and arguments.get("result") == placeholder
+    return (isinstance(arguments, dict) and arguments.get("result") == stand_in
             and arguments.get("kind") in OBSERVED_KINDS)
