@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bosun.server.commands._lean import append_rotating
+
 ENV = "BOSUN_TELEMETRY_PATH"
 SWITCH = "BOSUN_TELEMETRY"
 FILE_NAME = "telemetry.jsonl"
@@ -78,15 +80,6 @@ def generations(target: str | os.PathLike[str]) -> list[Path]:
     return [p for p in names if p.is_file()]
 
 
-def _rotate(target: str) -> None:
-    """Shift ``.1`` to ``.2`` (dropping the oldest) and the live file to ``.1``."""
-    for i in range(GENERATIONS, 1, -1):
-        older = f"{target}.{i - 1}"
-        if os.path.exists(older):
-            os.replace(older, f"{target}.{i}")
-    os.replace(target, f"{target}.1")
-
-
 def write(event: dict[str, Any]) -> None:
     target = path()
     if not target:
@@ -95,17 +88,7 @@ def write(event: dict[str, Any]) -> None:
     line = json.dumps(event, separators=(",", ":")) + "\n"
     try:
         with _lock:
-            parent = os.path.dirname(target)
-            if parent and not os.path.isdir(parent):
-                os.makedirs(parent, mode=0o700, exist_ok=True)
-            fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            try:
-                os.write(fd, line.encode())
-                size = os.fstat(fd).st_size
-            finally:
-                os.close(fd)
-            if size >= MAX_BYTES:
-                _rotate(target)
+            append_rotating(target, line, MAX_BYTES, GENERATIONS)
     except OSError:
         pass
 

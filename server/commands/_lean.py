@@ -271,6 +271,26 @@ def telemetry_path() -> str | None:
     return os.path.join(os.path.expanduser(base), TELEMETRY_FILE)
 
 
+def append_rotating(target: str, line: str, max_bytes: int, generations: int) -> None:
+    """Append ``line`` to ``target`` (0600, its directory 0700 when new); past ``max_bytes`` shift ``.1`` to
+    ``.2`` ... (dropping the oldest) and the live file to ``.1``. Raises OSError; shared with telemetry.write."""
+    parent = os.path.dirname(target)
+    if parent and not os.path.isdir(parent):
+        os.makedirs(parent, mode=0o700, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, line.encode())
+        size = os.fstat(fd).st_size
+    finally:
+        os.close(fd)
+    if size >= max_bytes:
+        for i in range(generations, 1, -1):
+            older = f"{target}.{i - 1}"
+            if os.path.exists(older):
+                os.replace(older, f"{target}.{i}")
+        os.replace(target, f"{target}.1")
+
+
 def telemetry_write(event: dict[str, Any]) -> None:
     """Append one event line (rotated at ``TELEMETRY_MAX_BYTES``, as ``telemetry.write``); never raises."""
     target = telemetry_path()
@@ -279,20 +299,6 @@ def telemetry_write(event: dict[str, Any]) -> None:
     event.setdefault("ts", round(time.time(), 3))
     try:
         line = dumps(event, compact=True) + "\n"
-        parent = os.path.dirname(target)
-        if parent and not os.path.isdir(parent):
-            os.makedirs(parent, mode=0o700, exist_ok=True)
-        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, line.encode())
-            size = os.fstat(fd).st_size
-        finally:
-            os.close(fd)
-        if size >= TELEMETRY_MAX_BYTES:
-            for i in range(TELEMETRY_GENERATIONS, 1, -1):
-                older = f"{target}.{i - 1}"
-                if os.path.exists(older):
-                    os.replace(older, f"{target}.{i}")
-            os.replace(target, f"{target}.1")
+        append_rotating(target, line, TELEMETRY_MAX_BYTES, TELEMETRY_GENERATIONS)
     except (OSError, TypeError, ValueError):
         pass
