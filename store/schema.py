@@ -71,6 +71,27 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        # issue 13: ``refs.data`` becomes the last column. SQLite builds a row's record whole, and a
+        # ``zeroblob(n)`` is kept as a count of zeros only when no column after it holds data: with
+        # ``created_at`` after it, a 100 MB put from a file (``server/blob_file.py``: zero blob, then
+        # incremental writes) first allocated 100 MB of zeros (+200 MB peak, measured). The table is
+        # rebuilt once (every blob copied, one row in memory at a time); reads name their columns.
+        "refs_0002_data_last",
+        """
+        CREATE TABLE refs_data_last (
+            sha256     TEXT PRIMARY KEY,
+            media_type TEXT NOT NULL,
+            size       INTEGER NOT NULL,
+            created_at REAL NOT NULL,
+            data       BLOB NOT NULL
+        );
+        INSERT INTO refs_data_last (sha256, media_type, size, created_at, data)
+            SELECT sha256, media_type, size, created_at, data FROM refs ORDER BY rowid;
+        DROP TABLE refs;
+        ALTER TABLE refs_data_last RENAME TO refs;
+        """,
+    ),
 ]
 
 SCHEMA_VERSION = len(MIGRATIONS)
