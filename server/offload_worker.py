@@ -7,12 +7,14 @@ CPU priority), fed from files, so the daemon never holds the output and its even
 
 The child reads its sources (file ranges and literal text, one UTF-8 stream decoded with
 ``errors="replace"``, as ``read_spool`` and ``clean_text`` do), scrubs them a chunk of whole lines
-at a time (``chunked_redact.py``) into ``out`` while hashing and counting, then reads the scrubbed
-text back and runs ``observe_shape.measure`` and ``shape``, the functions the in-process observe
-runs: the answer is the same (tests/test_big_observe.py compares them). With ``sqlite_db`` it also
-stores the scrubbed file in the SQLite ref store (``blob_file.sqlite_put_file``) before that. That last step holds the
-scrubbed text whole (the outline builders of ``core/offload`` take the whole text), in this
-process, not the daemon.
+at a time (``chunked_redact.py``) into ``out`` while hashing and counting, and with ``sqlite_db``
+stores the scrubbed file in the SQLite ref store (``blob_file.sqlite_put_file``, 1 MiB writes).
+Then it measures and shapes it as the in-process observe does (``observe_shape``): over
+``WINDOWED_ABOVE`` (4 MiB) from bounded windows of the file (``core/offload/outline_window.py``:
+the text is never held whole), below it from the whole text. The answer is the same
+(tests/test_big_observe*.py compare them; a huge JSON document is the one kind outlined otherwise).
+Its peak memory is a fixed ceiling (~70 MB for a 100 MB log, measured: the interpreter, numpy and
+a 4 MiB chunk's redaction), not a multiple of the payload (3.4x before the windows).
 
 Protocol: one JSON request on stdin, one JSON answer on stdout (``{"ok": ...}`` or ``{"error": ...}``).
 """
@@ -32,6 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from bosun.core.errors import BosunError
+from bosun.core.offload.offload import PruneMode, decide, get_mode, outline_budget
+from bosun.core.offload.outline_window import (
+    WINDOWED_ABOVE,
+    Windowed,
+    window_file,
+    windowed_kind,
+    windowed_outline,
+)
+from bosun.server.services.observe_shape import Measured, measure, shape
 
 log = logging.getLogger("bosun.offload")
 
@@ -65,10 +76,8 @@ def source_pieces(sources: list[dict[str, Any]]) -> Iterator[bytes]:
 
 def observe_files(request: dict[str, Any]) -> dict[str, Any]:
     """Scrub the sources into ``request["out"]``, then measure and shape the scrubbed text."""
-    from bosun.core.offload.offload import get_mode
     from bosun.core.redact import Redactor
     from bosun.server.chunked_redact import redact_chunks
-    from bosun.server.services.observe_shape import measure, shape
 
     redactor = Redactor(request.get("redact_disable") or (), request.get("redact_extra") or ())
     digest = hashlib.sha256()
@@ -87,15 +96,41 @@ def observe_files(request: dict[str, Any]) -> dict[str, Any]:
 
         sqlite_put_file(str(request["sqlite_db"]), out_path, hexdigest, str(request.get("media_type")))
         stored = True
-    data = out_path.read_bytes()
-    text = data.decode("utf-8", "replace")
     prune = get_mode(request.get("prune"))
-    measured = measure(text, data, redactions, prune, request.get("command"), request.get("offload"),
-                       bool(request.get("failed")))
-    shaped = shape(text, len(data), hexdigest, measured, redactions, request.get("offload"), request.get("intent"),
-                   bool(request.get("failed")))
-    return {"digest": hexdigest, "nbytes": len(data), "tokens": measured.tokens, "lines": totals.lines,
-            "redactions": redactions, "shaped": shaped.as_json(), "stored": stored}
+    command, offload, failed = request.get("command"), request.get("offload"), bool(request.get("failed"))
+    windowed = window_file(out_path, int(request.get("window_above", WINDOWED_ABOVE)))
+    if windowed is not None:  # the outline from bounded windows of the file: the text is never held whole
+        measured = measure_windowed(windowed, redactions, prune, command, offload, failed)
+        text, nbytes = windowed.text, windowed.nbytes
+    else:
+        data = out_path.read_bytes()
+        text, nbytes = data.decode("utf-8", "replace"), len(data)
+        measured = measure(text, data, redactions, prune, command, offload, failed)
+        del data
+    shaped = shape(text, nbytes, hexdigest, measured, redactions, offload, request.get("intent"), failed)
+    return {"digest": hexdigest, "nbytes": nbytes, "tokens": measured.tokens, "lines": totals.lines,
+            "redactions": redactions, "shaped": shaped.as_json(), "stored": stored,
+            "windowed": windowed is not None, "peak_rss_kb": peak_rss_kb()}
+
+
+def measure_windowed(w: Windowed, redactions: dict[str, int], prune: PruneMode, command: str | None,
+                     offload: bool | None, failed: bool) -> Measured:
+    """``observe_shape.measure`` of the whole text, from its windows (the same steps, with the whole
+    text's token estimate and line count, which the sparse text does not have)."""
+    utf8 = w.utf8(redactions)
+    choice = decide(w.tokens, prune, command, offload)
+    kind = windowed_kind(w, command, utf8)
+    outline = None
+    if choice.offload or failed or kind == "test":  # as measure: a test run's outcome sets tests_passed
+        outline = windowed_outline(w, outline_budget(prune, w.tokens, kind), command, kind, utf8)
+    return Measured(w.lines, w.tokens, choice, outline)
+
+
+def peak_rss_kb() -> int:
+    """This process's peak resident memory so far (KiB; Linux reports ru_maxrss in KiB)."""
+    import resource
+
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 class WorkerFailed(BosunError):
@@ -128,7 +163,10 @@ async def run_worker(request: dict[str, Any]) -> dict[str, Any]:
         log.warning("offload worker failed (exit %s): %s", proc.returncode, detail)
         raise WorkerFailed(f"observe: the process that scrubs and outlines a huge output failed (exit "
                            f"{proc.returncode}); nothing was applied; retrying is safe")
-    return dict(answer["ok"])
+    got = dict(answer["ok"])
+    log.info("offload worker: %d bytes, %s, peak RSS %.0f MB", got.get("nbytes", 0),
+             "windowed" if got.get("windowed") else "whole", got.get("peak_rss_kb", 0) / 1024)
+    return got
 
 
 def main() -> int:
