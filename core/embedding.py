@@ -10,7 +10,8 @@ import hashlib
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -57,6 +58,66 @@ def cost_batches(tokens: Sequence[int], max_batch: int, budget: int) -> list[lis
     if batch:
         batches.append(batch)
     return batches
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Attention-masked mean of a batch's last hidden states, unit length, in the states' dtype: fastembed's
+    pooling for all-MiniLM-L6-v2 (``common/utils`` + ``PooledNormalizedEmbedding``), step for step, so the
+    sentence vector of a token-state run equals ``embed``'s."""
+    summed = np.sum(hidden, axis=1, where=mask[:, :, np.newaxis].astype(bool), dtype=np.float64)
+    pooled = summed / np.maximum(np.sum(mask, axis=1, keepdims=True), 1e-9)
+    norm = np.maximum(np.linalg.norm(pooled, ord=2, axis=1, keepdims=True), 1e-12)
+    return (pooled / norm).astype(hidden.dtype, copy=False)
+
+
+@dataclass(frozen=True)
+class TokenStates:
+    """One text's single pass through the model: its sentence vector (what ``embed`` returns) and the
+    contextual token states it was pooled from, so a caller that needs both runs the model once."""
+
+    pooled: Vectors  # [d] float32, unit length
+    states: np.ndarray  # [tokens, d], the attended tokens only (no padding)
+    encoding: Any  # the tokenizer's Encoding of the text (word_ids, offsets, attention_mask)
+
+
+class _Session(Protocol):
+    def run(self, output_names: Any, input_feed: dict[str, np.ndarray]) -> list[np.ndarray]: ...
+
+
+# a token-state pass sends at most this many texts per session run, and batch x (longest length)^2 stays
+# within the budget (attention memory, as the model's own batches)
+STATES_MAX_BATCH = 32
+STATES_BATCH_TOKENS2 = 4 * 64 * 64
+
+
+def run_token_states(session: _Session, tokenizer: Any, texts: Sequence[str], input_names: Sequence[str],
+                     max_batch: int = STATES_MAX_BATCH, budget: int = STATES_BATCH_TOKENS2) -> list[TokenStates]:
+    """Tokenise once, run the texts shortest first in batches cut by ``cost_batches`` on their real token
+    lengths (each batch padded only to its own longest text), and keep per text the pooled vector and the
+    unpadded token states. ``session`` is an onnxruntime session (or a stand-in with ``run``); the tokenizer
+    pads on the right (BERT's), so cutting every row to the batch's longest text drops padding only."""
+    if (getattr(tokenizer, "padding", None) or {}).get("direction", "right") != "right":
+        raise ValueError("run_token_states needs a tokenizer that pads on the right")
+    encs = tokenizer.encode_batch(list(texts))
+    lengths = [sum(e.attention_mask) for e in encs]
+    out: list[TokenStates | None] = [None] * len(encs)
+    for batch in cost_batches(lengths, max_batch, budget):
+        length = max(1, max(lengths[i] for i in batch))
+        ids = np.array([encs[i].ids[:length] for i in batch], dtype=np.int64)
+        mask = np.array([encs[i].attention_mask[:length] for i in batch], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        hidden = session.run(None, {n: feed[n] for n in input_names if n in feed})[0]
+        pooled = l2_normalise(mean_pool(hidden, mask))
+        for row, i in enumerate(batch):
+            out[i] = TokenStates(pooled[row], np.asarray(hidden[row, :lengths[i]], dtype=np.float32), encs[i])
+    return [t for t in out if t is not None]
+
+
+@runtime_checkable
+class TokenStatesModel(Protocol):
+    """A model that can return the token states behind its sentence vectors (server/model.py's default)."""
+
+    def embed_states(self, texts: Sequence[str]) -> list[TokenStates]: ...
 
 
 def text_key(text: str) -> str:

@@ -1,9 +1,9 @@
 """Token-level soft alignment (core/audit/align.py): word states from an ONNX-like session, the soft
-recall and its clause minimum, the cache, the wiring into the audit and the service."""
+recall and its clause minimum, the cache, one model run per new text (its sentence vector seeds the
+embedding cache), the wiring into the audit and the service."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
@@ -14,13 +14,16 @@ from bosun.core.audit.align import (
     TokenEncoder,
     aligned_coverage,
     encoder_from_embedder,
+    one_pass_words,
+    seed_pooled,
     soft_recall,
     soft_recall_many,
 )
 from bosun.core.audit.audit import ALIGNED_MODEL, audit, load_model
 from bosun.core.audit.config import AuditConfig
 from bosun.core.audit.match import ALIGNED_FEATURES
-from bosun.core.embedding import HashEmbedder
+from bosun.core.embedding import CachingEmbedder, HashEmbedder, TokenStates, run_token_states, text_key
+from bosun.server.engine import Engine
 from bosun.server.services.audit import AuditService
 
 DIM = 16
@@ -57,9 +60,38 @@ def _tokenizer() -> Any:
     return tok
 
 
+class _StatesModel:
+    """Stands in for FastEmbedEmbedder over the default model: ``embed_states`` runs the session once per
+    batch (as server/model.py does) and ``embed`` returns the pooled vectors of a fresh run."""
+
+    def __init__(self) -> None:
+        self.session = _IdSession()
+        self.tokenizer = _tokenizer()
+        self.embedded = 0
+
+    def embed_states(self, texts: Any) -> list[TokenStates]:
+        return run_token_states(self.session, self.tokenizer, list(texts), ["input_ids", "attention_mask"])
+
+    def has_token_states(self) -> bool:
+        return True
+
+    def embed(self, texts: Any) -> np.ndarray:
+        self.embedded += len(texts)
+        return np.stack([t.pooled for t in self.embed_states(texts)]) if texts else np.zeros((0, DIM), np.float32)
+
+    def model_id(self) -> str:
+        return "id-session"
+
+    def dimension(self) -> int:
+        return DIM
+
+    def ready(self) -> bool:
+        return True
+
+
 @pytest.fixture
 def encoder() -> TokenEncoder:
-    return TokenEncoder(_IdSession(), _tokenizer())
+    return TokenEncoder(_StatesModel().embed_states)
 
 
 def test_word_states_keep_content_words_stemmed(encoder: TokenEncoder) -> None:
@@ -75,7 +107,7 @@ def test_batched_and_single_runs_agree_and_are_cached(encoder: TokenEncoder) -> 
              "Paris is the capital of France."]
     together = encoder.encode(texts)
     assert encoder.runs == 3
-    single = TokenEncoder(_IdSession(), _tokenizer())
+    single = TokenEncoder(_StatesModel().embed_states)
     for text, ws in zip(texts, together, strict=True):
         alone = single.encode([text])[0]
         assert alone.tokens == ws.tokens and np.allclose(alone.vecs, ws.vecs)
@@ -114,24 +146,42 @@ def test_one_product_for_all_claims_equals_one_claim_at_a_time(encoder: TokenEnc
 
 
 def test_encoder_found_inside_the_embedder_wrappers() -> None:
-    session, tokenizer = _IdSession(), _tokenizer()
-
-    class Pooled:  # as server/model.py's PooledOnnxModel
-        def __init__(self) -> None:
-            self.session, self.tokenizer = session, tokenizer
-
-    class Wrapper:  # as FastEmbedEmbedder
-        def __init__(self) -> None:
-            self._model, self._lock = Pooled(), threading.Lock()
-
-    class Caching:  # as CachingEmbedder
-        def __init__(self) -> None:
-            self.inner = Wrapper()
-
-    enc = encoder_from_embedder(Caching())
+    inner = _StatesModel()
+    enc = encoder_from_embedder(CachingEmbedder(inner))
     assert enc is not None and enc.encode(["Paris is in France."])[0].tokens == ("paris", "franc")
-    assert session.calls == 1
+    assert inner.session.calls == 1
     assert encoder_from_embedder(HashEmbedder(8)) is None
+    assert encoder_from_embedder(CachingEmbedder(HashEmbedder(8))) is None
+
+    class NoStates(_StatesModel):  # a fastembed model: the wrapper has the method but no states
+        def has_token_states(self) -> bool:
+            return False
+
+    assert encoder_from_embedder(CachingEmbedder(NoStates())) is None
+
+
+def test_one_run_per_new_text_gives_the_vector_and_the_word_states() -> None:
+    """The pooled vector of a token-state run lands in the embedding cache (keyed by text_key), so the
+    semantic matcher's embed of the same texts runs nothing; a text cut to MAX_CHARS seeds nothing."""
+    inner = _StatesModel()
+    cache = CachingEmbedder(inner)
+    enc = encoder_from_embedder(cache)
+    assert enc is not None
+    texts = ["Paris is the capital of France.", "The tower opened in 1889.", "x " * 600]
+    words = one_pass_words(enc, cache)(texts)
+    assert inner.session.calls == 2 and enc.runs == 3  # the two short texts share a batch, the long one alone
+    assert words[2].pooled is None and cache.get(text_key(texts[2])) is None
+    for text, ws in zip(texts[:2], words[:2], strict=True):
+        assert ws.pooled is not None and cache.get(text_key(text)) is ws.pooled
+        assert np.allclose(np.linalg.norm(ws.pooled), 1.0, atol=1e-5)
+    vecs = cache.embed(texts[:2])
+    assert inner.embedded == 0 and cache.hits == 2  # no second run for the seeded texts
+    fresh = inner.embed(texts[:2])
+    assert np.allclose(vecs, fresh, atol=1e-6)
+    assert seed_pooled(cache, texts, words) == 0  # already there: not replaced
+    calls = inner.session.calls
+    one_pass_words(enc, cache)(texts)
+    assert enc.runs == 3 and inner.session.calls == calls
 
 
 CHUNKS = [{"content": "The Affordable Care Act was signed into law by President Obama in March 2010."},
@@ -158,32 +208,34 @@ LEXICAL = AuditConfig(matcher="bm25")
 
 
 async def test_service_aligns_with_the_models_session() -> None:
-    session = _IdSession()
+    inner = _StatesModel()
+    cache = CachingEmbedder(inner)
 
-    class Pooled:
-        def __init__(self) -> None:
-            self.session, self.tokenizer = session, _tokenizer()
-
-    class Model:  # the Engine's surface the service uses
+    class Model:  # the Engine's surface the service uses (engine.embed: the cache, then the model)
         async def embed(self, texts: list[str]) -> np.ndarray:
-            return _embed(texts)
+            return cache.embed(texts)
 
         async def model_id(self) -> str:
             return "fake"
 
         async def embedder(self) -> Any:
-            return Pooled()
+            return cache
 
     seen: list[str] = []
 
     async def progress(_done: float, _total: float | None, message: str) -> None:
         seen.append(message)
 
-    rep = await AuditService(Model()).report("", CHUNKS, "Obama signed the Affordable Care Act in 2010.", None,
-                                             progress=progress)
-    assert rep["token_alignment"] is True and session.calls >= 1
-    assert any(m.startswith("token states of") for m in seen)
+    service = AuditService(Model())
+    claim = "Obama signed the Affordable Care Act in 2010."
+    rep = await service.report("", CHUNKS, claim, None, progress=progress)
+    assert rep["token_alignment"] is True and inner.session.calls >= 1
+    assert inner.embedded == 0  # the sentence vectors came from the token-state run
+    assert any(m.startswith("embedding 1 claim(s)") for m in seen)
     assert rep["claims"][0]["features"]["align"] > 0.5
+    calls = inner.session.calls
+    again = await service.report("", CHUNKS, claim, None)
+    assert inner.session.calls == calls and again["claims"] == rep["claims"]
 
 
 async def test_service_without_token_states_falls_back_to_pooled_cosines() -> None:
@@ -210,3 +262,21 @@ async def test_real_model_aligns_a_paraphrase(real_client: Client) -> None:
     report = res.structured_content
     assert report["token_alignment"] is True
     assert report["claims"][0]["features"]["align"] > 0.6
+
+
+@pytest.mark.model
+async def test_real_model_one_pass_gives_embeds_vectors_bit_for_bit(real_client: Client, real_engine: Engine) -> None:
+    """The default model's ``embed_states`` (one session run) gives the same sentence vectors as ``embed``
+    (route and select use those), alone or in other batch company, and token states that mean-pool into them."""
+    cache = await real_engine.embedder()
+    model = cache.inner
+    texts = ["bosun", "The Affordable Care Act was signed into law in March 2010.", "", "héllo wörld 漢字",
+             "roll back the production deploy " * 12]
+    states = model.embed_states(texts)
+    pooled = np.stack([s.pooled for s in states])
+    assert pooled.dtype == np.float32 and np.array_equal(pooled, model.embed(texts))
+    assert np.array_equal(model.embed_states(texts[1:2])[0].pooled, pooled[1])
+    for ts in states:
+        assert ts.states.shape == (sum(ts.encoding.attention_mask), model.dimension())
+        mean = ts.states.astype(np.float64).mean(axis=0)
+        assert np.allclose(mean / np.linalg.norm(mean), ts.pooled, atol=1e-5)

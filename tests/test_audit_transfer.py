@@ -14,6 +14,7 @@ from bosun.core.audit.config import AuditConfig
 from bosun.core.audit.consistency import check
 from bosun.core.audit.index import build_index, clear_caches
 from bosun.core.audit.match import SMALL_INDEX, TOP_CHUNKS, TOP_K, clauses
+from bosun.core.embedding import HashEmbedder
 from bosun.server.services import audit as service_mod
 from bosun.server.services.audit import AuditService
 
@@ -106,6 +107,10 @@ class _SlowModel:
 
     async def model_id(self) -> str:
         return "slow-test-model"
+
+    async def embedder(self) -> HashEmbedder:  # as Engine.embedder: waits for the model load
+        await self.release.wait()
+        return HashEmbedder(8)  # no token states: the service embeds without the alignment
 
 
 async def test_progress_says_the_audit_is_waiting_for_the_model(monkeypatch: pytest.MonkeyPatch) -> None:

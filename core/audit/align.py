@@ -7,9 +7,11 @@ states (the ONNX session's ``last_hidden_state``, the same run that mean-pools i
 vector), and the claim's coverage is the IDF-weighted mean of those best cosines. The clause
 minimum keeps an add-on clause that nothing supports visible.
 
-Only the claims and their few candidate sentences are run through the model, and each text's word
-states are cached by digest, so the cost does not grow with the chunks. This module takes the
-session and tokenizer objects it is given (duck-typed): it imports no model package itself.
+Only the claims and their few candidate sentences are run through the model, once: the same run gives
+their sentence vectors (``TokenStates.pooled``), which ``seed_pooled`` puts into the embedding cache, so
+the semantic matcher's ``embed`` of the same texts is a lookup. Each text's word states are cached by
+digest, so the cost does not grow with the chunks. This module imports no model package: it calls the
+model's ``embed_states`` (server/model.py).
 """
 
 from __future__ import annotations
@@ -18,51 +20,44 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
 from bosun.core.audit.claims import content_tokens
-from bosun.core.embedding import cost_batches
+from bosun.core.embedding import TokenStates, TokenStatesModel, text_key
 
 CACHE_MAX = 2048  # texts whose word states are kept (float32, ~38 KB for a 25-word sentence: no conversion per call)
-MAX_CHARS = 1000  # as the pooled embedding: the model reads ~256 tokens
-BATCH_TOKENS2 = 4 * 64 * 64  # batch size x (longest length)^2 stays within this (attention memory)
-MAX_BATCH = 32
+MAX_CHARS = 1000  # as the pooled embedding (audit.embed_text): the model reads ~256 tokens
 
 
 @dataclass(frozen=True)
 class WordStates:
-    """A text's content words (stemmed, as the lexical matcher tokenises) and their unit vectors."""
+    """A text's content words (stemmed, as the lexical matcher tokenises) and their unit vectors, and the
+    text's sentence vector from the same model run (None when the text was cut to ``MAX_CHARS`` first:
+    then it is not the vector ``embed`` gives for the whole text)."""
 
     tokens: tuple[str, ...]
     vecs: np.ndarray  # float32 [len(tokens), dim], L2-normalised
+    pooled: np.ndarray | None = None
 
 
-class _Session(Protocol):
-    def run(self, output_names: Any, input_feed: dict[str, np.ndarray]) -> list[np.ndarray]: ...
+StatesFn = Callable[[list[str]], list[TokenStates]]
 
 
 class TokenEncoder:
-    """Word states of texts from an ONNX transformer session and its ``tokenizers`` tokenizer."""
+    """Word states of texts from a model's ``embed_states`` (one run gives the sentence vector and the token
+    states), cached by text digest."""
 
-    def __init__(self, session: _Session, tokenizer: Any, lock: AbstractContextManager[Any] | None = None,
-                 input_names: Sequence[str] | None = None) -> None:
-        self._session = session
-        self._tokenizer = tokenizer
-        self._lock = lock or nullcontext()
-        if input_names is None:
-            get_inputs: Callable[[], Any] | None = getattr(session, "get_inputs", None)
-            input_names = [i.name for i in get_inputs()] if get_inputs else ["input_ids", "attention_mask"]
-        self._inputs = tuple(input_names)
+    def __init__(self, states: StatesFn) -> None:
+        self._states = states
         self._cache: OrderedDict[str, WordStates] = OrderedDict()
         self._cache_lock = threading.Lock()
         self.runs = 0  # texts run through the model (cache misses), for benchmarks and tests
 
     def encode(self, texts: Sequence[str]) -> list[WordStates]:
-        """Word states of each text, from the cache or one batched model run per batch."""
+        """Word states of each text, from the cache or one batched model run for all the new ones."""
         keys = [_digest(t[:MAX_CHARS]) for t in texts]
         out: dict[str, WordStates] = {}
         with self._cache_lock:
@@ -71,36 +66,55 @@ class TokenEncoder:
                 if hit is not None:
                     self._cache.move_to_end(k)
                     out[k] = hit
-        todo = {k: t[:MAX_CHARS] for k, t in zip(keys, texts, strict=True) if k not in out}
+        todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in out}
         if todo:
-            fresh = self._run(list(todo.values()))
+            cut = [t[:MAX_CHARS] for t in todo.values()]
+            runs = self._states(cut)
+            self.runs += len(cut)
             with self._cache_lock:
-                for k, ws in zip(todo, fresh, strict=True):
+                for k, text, full, ts in zip(todo, cut, todo.values(), runs, strict=True):
+                    ws = _word_states(text, ts.encoding, ts.states, ts.pooled if text == full else None)
                     out[k] = ws
                     self._cache[k] = ws
                 while len(self._cache) > CACHE_MAX:
                     self._cache.popitem(last=False)
         return [out[k] for k in keys]
 
-    def _run(self, texts: list[str]) -> list[WordStates]:
-        encs = self._tokenizer.encode_batch(texts)  # padded to the longest of the call; cut per batch below
-        result: list[WordStates | None] = [None] * len(texts)
-        for batch in cost_batches([sum(e.attention_mask) for e in encs], MAX_BATCH, BATCH_TOKENS2):
-            length = max(sum(encs[i].attention_mask) for i in batch)
-            feed_all = {
-                "input_ids": np.array([encs[i].ids[:length] for i in batch], dtype=np.int64),
-                "attention_mask": np.array([encs[i].attention_mask[:length] for i in batch], dtype=np.int64),
-                "token_type_ids": np.array([encs[i].type_ids[:length] for i in batch], dtype=np.int64),
-            }
-            with self._lock:
-                states = self._session.run(None, {n: feed_all[n] for n in self._inputs})[0]
-            self.runs += len(batch)
-            for row, i in enumerate(batch):
-                result[i] = _word_states(texts[i], encs[i], states[row])
-        return [r for r in result if r is not None]
+
+class _PooledCache(Protocol):
+    def get(self, key: str) -> np.ndarray | None: ...
+
+    def put(self, key: str, vec: np.ndarray) -> None: ...
 
 
-def _word_states(text: str, enc: Any, states: np.ndarray) -> WordStates:
+def seed_pooled(cache: _PooledCache, texts: Sequence[str], words: Sequence[WordStates]) -> int:
+    """Put the sentence vectors the token-state run gave into the embedding cache (keyed by ``text_key``,
+    as ``embed`` looks them up) where it has none yet, so embedding the same texts next costs a lookup,
+    not a second model run. Returns how many were added."""
+    added = 0
+    for text, ws in zip(texts, words, strict=True):
+        if ws.pooled is None:
+            continue
+        key = text_key(text)
+        if cache.get(key) is None:
+            cache.put(key, ws.pooled)
+            added += 1
+    return added
+
+
+def one_pass_words(encoder: TokenEncoder, cache: _PooledCache) -> Callable[[Sequence[str]], list[WordStates]]:
+    """``encoder.encode`` that also seeds ``cache`` (the embedding cache) with the run's sentence vectors:
+    what ``audit(..., embed=cache.embed, words=...)`` needs to run the model once per new text. For
+    synchronous callers (the CLI, benchmarks); the daemon seeds on its event loop (services/audit.py)."""
+    def words(texts: Sequence[str]) -> list[WordStates]:
+        states = encoder.encode(texts)
+        seed_pooled(cache, texts, states)
+        return states
+
+    return words
+
+
+def _word_states(text: str, enc: Any, states: np.ndarray, pooled: np.ndarray | None) -> WordStates:
     """Mean of each word's word-piece states, kept for words that are content tokens."""
     groups: dict[int, list[int]] = {}
     for pos, (wid, mask) in enumerate(zip(enc.word_ids, enc.attention_mask, strict=False)):
@@ -120,7 +134,7 @@ def _word_states(text: str, enc: Any, states: np.ndarray) -> WordStates:
             tokens.append(toks[0])
             rows.append(vec / norm)
     vecs = np.array(rows, dtype=np.float32) if rows else np.zeros((0, states.shape[-1]), dtype=np.float32)
-    return WordStates(tuple(tokens), vecs)
+    return WordStates(tuple(tokens), vecs, pooled)
 
 
 def _digest(text: str) -> str:
@@ -190,20 +204,15 @@ def aligned_coverage(best: dict[str, float], weights: dict[str, float],
 
 
 def encoder_from_embedder(embedder: Any) -> TokenEncoder | None:
-    """A TokenEncoder sharing the daemon's loaded model: the ONNX session and tokenizer inside bosun's
-    embedder wrappers (server/model.py's ``PooledOnnxModel`` holds ``session``; a fastembed model holds
-    ``model``), and the wrapper's model lock. None when the object holds no such session (another
-    embedder, a test double)."""
+    """A TokenEncoder on the daemon's loaded model: the first object down bosun's wrapper chain
+    (CachingEmbedder.inner -> FastEmbedEmbedder) whose ``has_token_states()`` is true. None for a model
+    without token states (a fastembed catalogue model, a test double)."""
     obj = embedder
-    lock = None
     for _ in range(6):
-        lock = lock or getattr(obj, "_lock", None)
-        tokenizer = getattr(obj, "tokenizer", None)
-        for name in ("session", "model"):
-            session = getattr(obj, name, None)
-            if tokenizer is not None and session is not None and hasattr(session, "run"):
-                return TokenEncoder(session, tokenizer, lock)
-        obj = next((getattr(obj, a) for a in ("inner", "_model", "model") if getattr(obj, a, None) is not None), None)
+        has = getattr(obj, "has_token_states", None)
+        if callable(has) and has() and isinstance(obj, TokenStatesModel):
+            return TokenEncoder(obj.embed_states)
+        obj = getattr(obj, "inner", None)
         if obj is None:
             return None
     return None

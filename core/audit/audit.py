@@ -497,7 +497,7 @@ def audit(
 ) -> dict[str, Any]:
     """One-call audit. ``embed(texts) -> float32[n, d]`` is required only for the semantic matcher
     (the default ``auto`` matcher uses it when given, and runs lexical without it). ``words(texts)``
-    (e.g. ``TokenEncoder.encode`` on the same model) adds the token alignment to the semantic matcher."""
+    (``align.one_pass_words`` on the same model) adds the token alignment to the semantic matcher."""
     cfg = resolve_matcher(config or AuditConfig(), embed is not None)
     plan = plan_audit(query, chunks, response, cfg)
     vectors = None
@@ -505,7 +505,9 @@ def audit(
         if embed is None:
             raise InvalidInput("config.matcher", "semantic matching needs an embedder", "bm25")
         texts = plan.texts_to_embed()
+        # word states first: a one-pass model (align.one_pass_words) puts the sentence vectors of the same
+        # run into the embedding cache, so ``embed`` below runs nothing for them
+        states = (list(words(texts)) if texts else []) if words is not None else None
         vectors = np.asarray(embed(texts), dtype=np.float32) if texts else np.zeros((0, 1), dtype=np.float32)
-        if words is not None:
-            return run_audit(plan, as_of, vectors, list(words(texts)) if texts else [])
+        return run_audit(plan, as_of, vectors, states)
     return run_audit(plan, as_of, vectors)

@@ -2,9 +2,10 @@
 
 The default (semantic, hybrid) matcher embeds through ``engine.embed`` (memory and SQLite caches
 keyed by content hash), and only the claims and their BM25 candidate sentences, so the cost does
-not grow with the number of chunks and a repeated chunk is never embedded twice. The same texts'
-contextual word states (the model's ONNX session, cached by digest in align.py) add the token
-alignment of each claim with its candidates. While it waits
+not grow with the number of chunks and a repeated chunk is never embedded twice. One model run per new
+text gives both its contextual word states (cached by digest in align.py; the token alignment of each
+claim with its candidates) and its sentence vector (put into the embedding cache, so ``embed`` finds
+it). While it waits
 for the model (the first call after start also loads it), ``progress`` is told so, every few
 seconds, so a caller can show that the audit is waiting and why.
 """
@@ -14,24 +15,27 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import numpy as np
 
-from bosun.core.audit.align import TokenEncoder, WordStates, encoder_from_embedder
+from bosun.core.audit.align import TokenEncoder, WordStates, encoder_from_embedder, seed_pooled
 from bosun.core.audit.audit import ComplianceViolation, plan_audit, resolve_matcher, run_audit
 from bosun.core.audit.audit import filter_sources as core_filter
 from bosun.core.audit.config import config_from_dict, parse_as_of
-from bosun.core.embedding import Vectors
+from bosun.core.embedding import CachingEmbedder, Vectors
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 HEARTBEAT_S = 2.0  # how often a caller hears that the audit is still waiting for the model
+T = TypeVar("T")
 
 
 class _Embeds(Protocol):
     async def embed(self, texts: list[str]) -> Vectors: ...
 
     async def model_id(self) -> str: ...
+
+    async def embedder(self) -> Any: ...
 
 
 class AuditService:
@@ -52,9 +56,7 @@ class AuditService:
             texts = plan.texts_to_embed()
             what = (f"embedding {len(plan.claims)} claim(s) and {len(texts) - len(plan.claims)} candidate "
                     f"sentence(s) from {len(plan.admitted)} chunk(s)")
-            vectors = (await self._embed_reporting(texts, what, progress) if texts
-                       else np.zeros((0, 1), dtype=np.float32))
-            words = await self._word_states(texts, progress)
+            vectors, words = await self._reporting(self._vectors_and_words(texts), what, progress)
         if progress is not None:
             await progress(1.0, 1.0, f"matching {len(plan.claims)} claim(s)")
         report = run_audit(plan, parse_as_of(as_of, "as_of"), vectors, words)
@@ -62,29 +64,33 @@ class AuditService:
             report["matcher_model"] = await self._model.model_id()
         return report
 
-    async def _word_states(self, texts: list[str], progress: Progress | None = None) -> list[WordStates] | None:
-        """Contextual word states of the texts from the warm model's ONNX session (called after
-        ``embed``, so the model is loaded); None when the model has no such session (a test double)."""
-        if not texts:
-            return []
-        if self._encoder is None:
-            embedder = getattr(self._model, "embedder", None)
-            if embedder is None:
-                return None
-            self._encoder = encoder_from_embedder(await embedder()) or False
-        if self._encoder is False:
-            return None
-        if progress is not None:
-            await progress(0.5, 1.0, f"token states of {len(texts)} text(s) for the alignment (new texts only)")
-        return await asyncio.to_thread(self._encoder.encode, texts)
+    async def _vectors_and_words(self, texts: list[str]) -> tuple[Vectors, list[WordStates] | None]:
+        """The texts' sentence vectors and word states; with token states the model runs once per new text."""
+        words = await self._word_states(texts)
+        vectors = await self._model.embed(texts) if texts else np.zeros((0, 1), dtype=np.float32)
+        return vectors, words
 
-    async def _embed_reporting(self, texts: list[str], what: str, progress: Progress | None) -> Vectors:
-        """Embed, telling ``progress`` what it waits for until the vectors arrive."""
+    async def _word_states(self, texts: list[str]) -> list[WordStates] | None:
+        """Contextual word states of the texts from the warm model, in one model run per new text that also
+        gives its sentence vector, which goes into the embedding cache (so ``embed`` after this runs
+        nothing). None when the model has no token states (another model, a test double)."""
+        embedder = await self._model.embedder()  # waits for the model load
+        if self._encoder is None:
+            self._encoder = encoder_from_embedder(embedder) or False
+        if self._encoder is False or not texts:
+            return None if self._encoder is False else []
+        words = await asyncio.to_thread(self._encoder.encode, texts)
+        if isinstance(embedder, CachingEmbedder):
+            seed_pooled(embedder, texts, words)
+        return words
+
+    async def _reporting(self, work: Awaitable[T], what: str, progress: Progress | None) -> T:
+        """Await ``work``, telling ``progress`` what it waits for until it is done."""
         if progress is None:
-            return await self._model.embed(texts)
+            return await work
         await progress(0.0, 1.0, f"{what}; waiting for the embedding model (the first audit after start loads it)")
         started = time.monotonic()
-        task = asyncio.ensure_future(self._model.embed(texts))
+        task = asyncio.ensure_future(work)
         while True:
             done, _ = await asyncio.wait({task}, timeout=HEARTBEAT_S)
             if done:
