@@ -330,12 +330,12 @@ def _head_end(fh: Any, files: FileText, keep: int) -> tuple[int, bool]:
     return at, True
 
 
-def _line_start(fh: Any, at: int) -> int:
-    """The start of the line that holds byte ``at`` (or ``at - LINE_MAX`` when the line is longer)."""
+def _line_start(fh: Any, at: int) -> int | None:
+    """The start of the line that holds byte ``at``; None when it starts more than LINE_MAX bytes before."""
     lo = max(0, at - LINE_MAX)
     fh.seek(lo)
     nl = fh.read(at - lo).rfind(b"\n")
-    return lo + nl + 1 if nl >= 0 else lo
+    return lo + nl + 1 if nl >= 0 else 0 if lo == 0 else None
 
 
 def _non_empty_lines(data: bytes) -> int:
@@ -344,16 +344,20 @@ def _non_empty_lines(data: bytes) -> int:
 
 def _tail_start(fh: Any, files: FileText, keep_from: int) -> int:
     """Where the kept tail starts: at the start of the line of character ``keep_from``, moved back a line at
-    a time until the tail holds TAIL_LINES non-empty lines (or a line is longer than LINE_MAX)."""
-    at = _line_start(fh, files.byte_offset(keep_from))
+    a time until the tail holds TAIL_LINES non-empty lines; a line longer than LINE_MAX stops it there."""
+    at = files.byte_offset(keep_from)
+    start = _line_start(fh, at)
+    if start is None:
+        return at
+    at = start
     fh.seek(at)
     need = TAIL_LINES - _non_empty_lines(fh.read())
     while need > 0 and at > 0:
         start = _line_start(fh, at - 1)
+        if start is None:
+            return at
         fh.seek(start)
         need -= _non_empty_lines(fh.read(at - start))
-        if start > 0 and at - 1 - start >= LINE_MAX:
-            return start
         at = start
     return at
 
