@@ -20,6 +20,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -158,34 +159,30 @@ def soft_recall(claim: WordStates, evidence: Sequence[WordStates]) -> dict[str, 
 
 def soft_recall_many(claims: Sequence[WordStates], candidates: Sequence[Sequence[int]],
                      sentences: dict[int, WordStates]) -> list[dict[str, float]]:
-    """``soft_recall`` of every claim of a call against its own candidates, in one matrix product:
-    the candidates' word states are stacked once (every sentence once, however many claims share
-    it), multiplied with all the claims' words, reduced to a per-sentence maximum, and each claim
-    takes the maximum over its candidates' rows."""
-    order = [s for s in dict.fromkeys(s for cands in candidates for s in cands) if s in sentences
-             and len(sentences[s].tokens)]
-    out: list[dict[str, float]] = []
-    if not order:
-        return [dict.fromkeys(c.tokens, 0.0) for c in claims]
-    row_of = {s: i for i, s in enumerate(order)}
-    lengths = np.array([len(sentences[s].tokens) for s in order])
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    stacked = np.concatenate([sentences[s].vecs for s in order]).astype(np.float32, copy=False)
-    claim_rows = [c.vecs for c in claims if len(c.tokens)]
-    words = (np.concatenate(claim_rows).astype(np.float32, copy=False) if claim_rows
-             else np.zeros((0, stacked.shape[1]), np.float32))
-    per_sentence = np.maximum.reduceat(stacked @ words.T, starts, axis=0)  # [sentences, all claim words]
-    col = 0
-    for claim, cands in zip(claims, candidates, strict=True):
-        n = len(claim.tokens)
-        rows = [row_of[s] for s in cands if s in row_of]
-        best = per_sentence[rows, col:col + n].max(axis=0).tolist() if rows and n else [0.0] * n
-        col += n
-        scores: dict[str, float] = {}
-        for tok, b in zip(claim.tokens, best, strict=True):
-            scores[tok] = max(scores.get(tok, -1.0), float(b))
-        out.append(scores)
-    return out
+    """``soft_recall`` of every claim of a call against its own candidates: one small product per claim
+    (its ~15 words x its candidates' ~300 words). One product of all the claims' words with every
+    candidate of the call did 10x the arithmetic (each claim against the others' candidates too) and was
+    big enough for BLAS to start threads, which on a loaded 2-core machine made a warm audit 2-3x slower."""
+    with one_blas_thread():
+        return [soft_recall(claim, [sentences[s] for s in cands if s in sentences])
+                for claim, cands in zip(claims, candidates, strict=True)]
+
+
+_BLAS: Any = None
+
+
+def one_blas_thread() -> AbstractContextManager[Any]:
+    """BLAS limited to one thread for the duration: the products here are small, and a second BLAS thread
+    on a busy 2-core machine waits for a core (measured: a 15 x 384 by 384 x 300 product 10.5 ms with two
+    threads at load 6, 0.33 ms with one). The daemon's CLI sets OPENBLAS_NUM_THREADS=1 already; this holds
+    wherever the audit runs (benchmarks, an embedding application, another entry point)."""
+    global _BLAS
+    if _BLAS is None:
+        from threadpoolctl import ThreadpoolController  # a small module; sklearn's own dependency
+
+        _BLAS = ThreadpoolController()
+    limited: AbstractContextManager[Any] = _BLAS.limit(limits=1, user_api="blas")
+    return limited
 
 
 def aligned_coverage(best: dict[str, float], weights: dict[str, float],
