@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
 
 TYPE_CHECKING = False
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # `bosun stdio` (the bridge) starts here on every attach: typing and pathlib stay unimported
     import argparse
     from pathlib import Path
+    from typing import Any
 
     from bosun.server.config import Config
 
@@ -259,12 +259,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def bridge_args(argv: list[str]) -> tuple[Path, list[str]] | None:
+def bridge_args(argv: list[str]) -> tuple[str, list[str]] | None:
     """``bosun stdio [--home H] [--policies DIR]...`` read without the parser of every command: the home and
     the daemon's extra arguments, as ``cmd_stdio`` makes them; None for anything else (``--standalone``,
-    ``--help``, an error), which the full parser handles."""
-    from pathlib import Path
-
+    ``--help``, an error), which the full parser handles. Paths are strings (``os.path``: no pathlib here)."""
     home: str | None = None
     extra: list[str] = []
     i = 0
@@ -280,10 +278,10 @@ def bridge_args(argv: list[str]) -> tuple[Path, list[str]] | None:
         if name == "--home":
             home = value
         else:
-            extra += ["--policies", str(Path(value).expanduser().resolve())]
+            extra += ["--policies", os.path.realpath(os.path.expanduser(value))]  # as Path.resolve()
         i += 1
     home = home or os.environ.get("BOSUN_HOME", "").strip() or "~/.bosun"  # as Config reads it
-    return Path(home).expanduser(), extra
+    return os.path.expanduser(home), extra
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -102,9 +102,9 @@ def test_the_bridge_fast_path_reads_stdio_arguments_as_the_full_parser_does(monk
     from bosun.server.cli import bridge_args, build_parser
 
     monkeypatch.setenv("BOSUN_HOME", "/tmp/bosun-from-env")
-    assert bridge_args([]) == (Path("/tmp/bosun-from-env"), [])
+    assert bridge_args([]) == ("/tmp/bosun-from-env", [])
     home, extra = bridge_args(["--policies", "docs", "--home=~/h"]) or (None, None)
-    assert home == Path("~/h").expanduser() and extra == ["--policies", str(Path("docs").resolve())]
+    assert Path(str(home)) == Path("~/h").expanduser() and extra == ["--policies", str(Path("docs").resolve())]
     for other in (["--standalone"], ["--help"], ["--hom", "x"], ["--home"]):
         assert bridge_args(other) is None
     parsed = build_parser().parse_args(["stdio", "--home", "/h", "--policies", "docs"])

@@ -244,7 +244,9 @@ def test_a_bridge_creates_its_files_owner_only(tmp_path: Path, monkeypatch: pyte
         modes["home"] = home.stat().st_mode & 0o777
         raise Stop
 
-    monkeypatch.setattr(bridge.subprocess, "Popen", no_daemon)
+    import subprocess  # the bridge imports it only to start a daemon
+
+    monkeypatch.setattr(subprocess, "Popen", no_daemon)
     old = os.umask(0o022)
     try:
         with pytest.raises(Stop):

@@ -15,39 +15,30 @@ the daemon answers it from its record instead of applying it twice (issue 13).
 
 from __future__ import annotations
 
-import base64
 import fcntl
-import http.client
 import json
 import os
 import re
-import socket
-import subprocess
 import sys
 import threading
 import time
-import uuid
-from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
-from typing import Any, BinaryIO
-from urllib.parse import urlsplit
+from collections import deque
 
 from bosun.server.transport.daemon_file import LOCK_FILE, LOG_FILE, health_url, pid_alive, read_daemon_file
+from bosun.server.transport.http_lite import Connection, HttpProtocolError, split_url
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the bridge's start-up is on every host's clock: typing and pathlib stay unimported
+    from collections.abc import Callable
+    from pathlib import Path
+    from typing import Any, BinaryIO
 
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 IDEMPOTENCY_META_KEY = "bosun/idempotency_key"  # server/idempotency.py reads it
 NAME_BEARING_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-_HEADER_SAFE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
-_B64_SENTINEL = re.compile(r"=\?base64\?[A-Za-z0-9+/=]*\?=")
+_HEADER_SAFE = r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?"  # compiled on first use (re's cache), not per start
+_B64_SENTINEL = r"=\?base64\?[A-Za-z0-9+/=]*\?="
 START_TIMEOUT_S = 60.0
-
-
-class _NoDelayConnection(http.client.HTTPConnection):
-    """Keep-alive connection with Nagle off: small JSON-RPC posts must not wait for delayed ACKs."""
-
-    def connect(self) -> None:
-        super().connect()
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
 
 class DaemonUnavailable(RuntimeError):
@@ -56,17 +47,19 @@ class DaemonUnavailable(RuntimeError):
 
 def _encode_header_value(value: str) -> str:
     """Same encoding as the SDK's ``encode_header_value`` (kept here to avoid importing mcp)."""
-    if _HEADER_SAFE.fullmatch(value) and value == value.strip() and not _B64_SENTINEL.fullmatch(value):
+    if re.fullmatch(_HEADER_SAFE, value) and value == value.strip() and not re.fullmatch(_B64_SENTINEL, value):
         return value
+    import base64  # rare: a name that is not header-safe ASCII
+
     return f"=?base64?{base64.b64encode(value.encode('utf-8')).decode('ascii')}?="
 
 
 def probe(url: str, timeout: float = 1.0) -> bool:
     """True when something answers /healthz at the daemon's address (200 or 503 both count)."""
-    parts = urlsplit(health_url(url))
-    conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port or 80, timeout=timeout)
+    host, port, path = split_url(health_url(url))
+    conn = Connection(host, port, timeout=timeout)
     try:
-        conn.request("GET", parts.path)
+        conn.request("GET", path)
         status = conn.getresponse().status
     except OSError:
         return False
@@ -75,22 +68,22 @@ def probe(url: str, timeout: float = 1.0) -> bool:
     return status in (200, 503)
 
 
-def find_daemon(home: Path) -> dict[str, Any] | None:
+def find_daemon(home: Path | str) -> dict[str, Any] | None:
     data = read_daemon_file(home)
     if data and pid_alive(data.get("pid")) and probe(str(data["url"])):
         return data
     return None
 
 
-def ensure_daemon(home: Path, extra_args: list[str] | None = None, start: bool = True) -> dict[str, Any]:
+def ensure_daemon(home: Path | str, extra_args: list[str] | None = None, start: bool = True) -> dict[str, Any]:
     """The running daemon of ``home``, starting one (detached) if none answers."""
     found = find_daemon(home)
     if found or not start:
         if found:
             return found
         raise DaemonUnavailable(f"no bosun daemon is running for {home}")
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)  # owner-only, like everything the daemon writes
-    with os.fdopen(os.open(home / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+") as lock:
+    os.makedirs(home, mode=0o700, exist_ok=True)  # owner-only, like everything the daemon writes
+    with os.fdopen(os.open(os.path.join(home, LOCK_FILE), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600), "a+") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # two bridges starting at once: the second waits, then finds it
         try:
             found = find_daemon(home)
@@ -101,12 +94,14 @@ def ensure_daemon(home: Path, extra_args: list[str] | None = None, start: bool =
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _spawn(home: Path, extra_args: list[str]) -> dict[str, Any]:
+def _spawn(home: Path | str, extra_args: list[str]) -> dict[str, Any]:
+    import subprocess  # only when no daemon answers: not on the attach path
+
     port = os.environ.get("BOSUN_PORT", "").strip() or "0"
     # -P: the working directory is not put on sys.path, so a folder named "bosun" there
     # (a clone, seen from its parent) cannot shadow the installed package
     cmd = [sys.executable, "-P", "-m", "bosun", "serve", "--home", str(home), "--port", port, *extra_args]
-    log_path = home / LOG_FILE
+    log_path = os.path.join(home, LOG_FILE)
     # the daemon is shared by every harness: one host's tool filter must not narrow it for all
     env = {k: v for k, v in os.environ.items() if k != "BOSUN_TOOLS"}
     with os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600), "ab") as log:
@@ -116,7 +111,8 @@ def _spawn(home: Path, extra_args: list[str]) -> dict[str, Any]:
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            tail = log_path.read_text(errors="replace")[-2000:]
+            with open(log_path, "rb") as fh:
+                tail = fh.read().decode(errors="replace")[-2000:]
             raise DaemonUnavailable(f"bosun daemon exited with code {proc.returncode}; log {log_path}:\n{tail}")
         data = read_daemon_file(home)
         if data and data.get("pid") == proc.pid and probe(str(data["url"])):
@@ -128,7 +124,7 @@ def _spawn(home: Path, extra_args: list[str]) -> dict[str, Any]:
 class Relay:
     """One stdio session relayed to the daemon's streamable HTTP endpoint."""
 
-    def __init__(self, home: Path, daemon: dict[str, Any], out: BinaryIO, extra_args: list[str]) -> None:
+    def __init__(self, home: Path | str, daemon: dict[str, Any], out: BinaryIO, extra_args: list[str]) -> None:
         self.home = home
         self.extra_args = extra_args
         self.out = out
@@ -144,18 +140,16 @@ class Relay:
         self._use(daemon)
 
     def _use(self, daemon: dict[str, Any]) -> None:
-        parts = urlsplit(str(daemon["url"]))
-        self.host = parts.hostname or "127.0.0.1"
-        self.port = parts.port or 80
-        self.path = parts.path or "/mcp"
+        self.host, self.port, path = split_url(str(daemon["url"]))
+        self.path = path or "/mcp"
         self.token = daemon.get("token")
         self.generation += 1
 
     # -- HTTP ------------------------------------------------------------------------------
-    def _conn(self) -> http.client.HTTPConnection:
+    def _conn(self) -> Connection:
         conn = getattr(self.local, "conn", None)
         if conn is None or getattr(self.local, "generation", -1) != self.generation:
-            conn = _NoDelayConnection(self.host, self.port, timeout=None)
+            conn = Connection(self.host, self.port, timeout=None)
             self.local.conn = conn
             self.local.generation = self.generation
         return conn
@@ -190,7 +184,7 @@ class Relay:
         try:
             conn.request("POST", self.path, body=body, headers=self._headers(msg))
             resp = conn.getresponse()
-        except (OSError, http.client.HTTPException):
+        except OSError:
             conn.close()
             self.local.conn = None
             raise
@@ -202,7 +196,7 @@ class Relay:
             if not self._relay_sse(resp, msg, emit) and _expects_answer(msg):
                 conn.close()  # the stream ended before the answer: the daemon went away mid-call
                 self.local.conn = None
-                raise http.client.IncompleteRead(b"")
+                raise HttpProtocolError("the event stream ended before the answer")
         else:
             data = resp.read()
             if resp.status >= 400 and resp.status != 404:
@@ -213,7 +207,7 @@ class Relay:
                     self._write(data)
         return resp.status
 
-    def _relay_sse(self, resp: http.client.HTTPResponse, msg: Any, emit: bool) -> bool:
+    def _relay_sse(self, resp: Any, msg: Any, emit: bool) -> bool:
         """Relay the stream's messages; True once the answer to ``msg`` (its result or error) went by."""
         data_lines: list[bytes] = []
         answered = False
@@ -315,13 +309,13 @@ class Relay:
         generation = self.generation
         try:
             status = self._post(msg)
-        except (OSError, http.client.HTTPException):
+        except OSError:
             status = -1
         if status in (-1, 404) and not is_init:
             try:
                 self._recover(generation)
                 status = self._post(msg)
-            except (OSError, http.client.HTTPException, DaemonUnavailable) as exc:
+            except (OSError, DaemonUnavailable) as exc:
                 self._error(msg, -32000, f"bosun daemon unavailable: {exc}")
                 return
         if status == -1:
@@ -345,7 +339,7 @@ class Relay:
                 conn = self._conn()
                 conn.request("DELETE", self.path, headers=self._headers({}))
                 conn.getresponse().read()
-            except (OSError, http.client.HTTPException):
+            except OSError:
                 pass
 
 
@@ -359,7 +353,7 @@ def with_idempotency_key(msg: dict[str, Any]) -> dict[str, Any]:
         return msg  # malformed: the daemon names the problem
     if meta is not None and IDEMPOTENCY_META_KEY in meta:
         return msg  # the host's own key wins
-    keyed = {**(meta or {}), IDEMPOTENCY_META_KEY: uuid.uuid4().hex}
+    keyed = {**(meta or {}), IDEMPOTENCY_META_KEY: os.urandom(16).hex()}  # 128 random bits, as uuid4().hex
     return {**msg, "params": {**params, "_meta": keyed}}
 
 
@@ -377,7 +371,57 @@ def _is_answer(msg: Any, payload: bytes) -> bool:
     return isinstance(parsed, dict) and parsed.get("id") == msg["id"] and ("result" in parsed or "error" in parsed)
 
 
-def run_bridge(home: Path, extra_args: list[str]) -> int:
+class Workers:
+    """``ThreadPoolExecutor``'s submit/shutdown for the relay, without importing ``concurrent.futures``
+    (and its ``logging``, ``queue``...): up to ``size`` threads, started as work arrives; a job's exception
+    is reported on stderr (the host's log), never on stdout."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self.size = size
+        self.name = name
+        self.jobs: deque[tuple[Callable[..., Any], tuple[Any, ...]]] = deque()
+        self.cond = threading.Condition()
+        self.threads: list[threading.Thread] = []
+        self.idle = 0
+        self.closed = False
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        with self.cond:
+            if self.closed:
+                raise RuntimeError("cannot submit after shutdown")
+            self.jobs.append((fn, args))
+            if self.idle == 0 and len(self.threads) < self.size:
+                thread = threading.Thread(target=self._work, name=f"{self.name}_{len(self.threads)}", daemon=True)
+                self.threads.append(thread)
+                thread.start()
+            else:
+                self.cond.notify()
+
+    def _work(self) -> None:
+        while True:
+            with self.cond:
+                while not self.jobs and not self.closed:
+                    self.idle += 1
+                    self.cond.wait()
+                    self.idle -= 1
+                if not self.jobs:
+                    return
+                fn, args = self.jobs.popleft()
+            try:
+                fn(*args)
+            except Exception as exc:  # one message's failure must not stop the relay
+                print(f"bosun stdio: relaying a message failed: {exc!r}", file=sys.stderr)
+
+    def shutdown(self) -> None:
+        """Run every submitted job to its end, then stop the threads."""
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+        for thread in self.threads:
+            thread.join()
+
+
+def run_bridge(home: Path | str, extra_args: list[str]) -> int:
     """Relay stdin to the daemon until EOF. Returns the process exit code."""
     stdout = sys.stdout.buffer
     sys.stdout = sys.stderr  # nothing but protocol messages may reach the real stdout
@@ -387,7 +431,7 @@ def run_bridge(home: Path, extra_args: list[str]) -> int:
         print(f"bosun stdio: {exc}", file=sys.stderr)
         return 1
     relay = Relay(home, daemon, stdout, extra_args)
-    pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="bosun-relay")
+    pool = Workers(8, "bosun-relay")
     stdin = sys.stdin.buffer
     for raw in stdin:
         raw = raw.strip()
@@ -403,6 +447,6 @@ def run_bridge(home: Path, extra_args: list[str]) -> int:
             relay.handle(msg)
         else:
             pool.submit(relay.handle, msg)
-    pool.shutdown(wait=True)
+    pool.shutdown()
     relay.close()
     return 0

@@ -17,8 +17,11 @@ import fcntl
 import json
 import os
 import time
-from pathlib import Path
-from typing import Any, TextIO
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # `bosun stdio` (the bridge) reads this module on every attach: no pathlib, no typing
+    from pathlib import Path
+    from typing import Any, TextIO
 
 DAEMON_FILE = "daemon.json"
 LOCK_FILE = "daemon.lock"
@@ -71,9 +74,10 @@ def write_daemon_file(home: Path, url: str, token: str | None, version: str) -> 
     return path
 
 
-def read_daemon_file(home: Path) -> dict[str, Any] | None:
+def read_daemon_file(home: Path | str) -> dict[str, Any] | None:
     try:
-        data = json.loads(daemon_file(home).read_text())
+        with open(os.path.join(home, DAEMON_FILE), "rb") as fh:  # a str home too (the bridge passes one)
+            data = json.loads(fh.read())
     except (OSError, ValueError):
         return None
     if not isinstance(data, dict) or not isinstance(data.get("url"), str):
