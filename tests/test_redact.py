@@ -186,3 +186,19 @@ def test_aws_secret_key_needs_its_full_name_and_value() -> None:
         out = r.redact(line)
         assert key not in out.text and out.counts.get("aws_secret_key") == 1, line
     assert r.redact("secret_access_key_id = short").counts == {}
+
+
+def test_anchor_scan_shared_pairs_and_literals_at_the_end() -> None:
+    """Literals whose rarest pair is the same code, long literals (two 8-byte words) and hits in the
+    last bytes of a window (too close to the end for a whole word) are found as a find loop finds them."""
+    from bosun.core.redact import SCAN_ABOVE, AnchorScan
+
+    lits = [b"aiza", b"authorization", b"hooks.slack.com", b"pwd", b"_pwd", b"k_", b"\nfailed "]
+    scan = AnchorScan(lits)
+    body = b"x AIZA authORIZATION _PWD pwd K_ HOOKS.SLACK.COM\nFAILED \n\n*failed _" * 40
+    for end in (b"", b"aiz", b"_pw", b"hooks.slack.co", b"\nfailed", b"authorization", b"k_"):
+        data = b"filler text " * (SCAN_ABOVE // 12 + 1) + body + end
+        low = data.lower()
+        for lo, hi in ((0, len(data)), (3, len(data) - 1), (len(data) - SCAN_ABOVE - 9, len(data))):
+            expected = {lit: [p + lo for p in _find_all(low[lo:hi], lit)] for lit in lits if lit in low[lo:hi]}
+            assert scan.positions(data, lo, hi) == expected, (end, lo, hi)
