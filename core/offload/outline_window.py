@@ -46,7 +46,7 @@ from bosun.core.offload.outline import WINDOW_HEAD, WINDOW_TAIL, Outline, Utf8Te
 from bosun.core.tokens import estimate_tokens
 
 WINDOWED_ABOVE = 4 << 20  # bytes: a smaller file is outlined whole (its cost is bounded by this)
-READ = 4 << 20  # bytes read (and decoded) at a time
+READ = 1 << 20  # bytes read (and decoded) at a time
 BLOCK = 64 << 10  # bytes between two character-offset checkpoints (a slice read costs at most this)
 MARGIN = 8192  # characters kept beyond each window: the sparse text stays longer than the view limits
 LINE_MAX = 1 << 20  # bytes a kept window may grow to reach a line's end (or start)
