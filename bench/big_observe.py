@@ -254,8 +254,8 @@ async def main(args: argparse.Namespace) -> str:
                     f"{peak_kb / 1024:.0f} / {after_kb / 1024:.0f} / {later_kb / 1024:.0f} |",
                     f"| {via}: peak daemon RSS rise | MB, x payload (target <= 1.5x) | {rise_mb:.0f} MB = "
                     f"{rise_mb / size_mb:.2f}x (at the peak: {sampler.peak_parts or rss_parts(proc.pid)} MB) |",
-                    f"| {via}: offload worker peak RSS | MB (a child process, freed when it exits) | "
-                    f"{worker_kb / 1024:.0f} |",
+                    f"| {via}: offload worker peak RSS | MB, x payload (a child process, freed when it exits; "
+                    f"target <= 1.5x) | {worker_kb / 1024:.0f} MB = {worker_kb / 1024 / size_mb:.2f}x |",
                     f"| {via}: small calls during the big observe | n, p50, p99, max ms (target p99 <= 250) | "
                     f"{len(during)}, {(statistics.median(during) * 1000) if during else float('nan'):.1f}, "
                     f"{pct(during, 0.99):.1f}, {(max(during) * 1000) if during else float('nan'):.1f} |",
@@ -273,7 +273,62 @@ async def main(args: argparse.Namespace) -> str:
         "|---|---|---|",
     ]
     rows.append(f"| small-call errors | | {len(errors)}{': ' + errors[0] if errors else ''} |")
-    return "\n".join(head + rows) + "\n"
+    tables = head + rows
+    if args.worker_rounds:
+        tables += ["", *worker_alone(args.mb, args.worker_rounds)]
+    return "\n".join(tables) + "\n"
+
+
+WORKER_WAYS = {  # name: (window_above, refs table layout)
+    "windowed outline, data last (now)": (None, "data_last"),
+    "whole text, data last": (1 << 40, "data_last"),
+    "whole text, created_at last (before this round)": (1 << 40, "created_at_last"),
+}
+_REFS = {"data_last": "CREATE TABLE refs (sha256 TEXT PRIMARY KEY, media_type TEXT NOT NULL, size INTEGER NOT NULL, "
+                      "created_at REAL NOT NULL, data BLOB NOT NULL)",
+         "created_at_last": "CREATE TABLE refs (sha256 TEXT PRIMARY KEY, media_type TEXT NOT NULL, size INTEGER NOT "
+                            "NULL, data BLOB NOT NULL, created_at REAL NOT NULL)"}
+
+
+def worker_alone(mb: float, rounds: int) -> list[str]:
+    """The offload worker on its own (``python -m bosun.server.offload_worker``): the same log scrubbed, stored
+    in SQLite and shaped from windows (now), from the whole text, and from the whole text into the old
+    refs layout (the worker before this round); rounds alternate the ways. Peak RSS is the child's own
+    ``VmHWM`` (exact, not sampled)."""
+    import sqlite3
+
+    results: dict[str, list[tuple[float, float, str]]] = {name: [] for name in WORKER_WAYS}
+    with tempfile.TemporaryDirectory(prefix="bosun-worker-") as tmp:
+        src = Path(tmp) / "build.log"
+        src.write_text(log_text(int(mb * MB)))
+        for _ in range(rounds):
+            for name, (above, layout) in WORKER_WAYS.items():
+                db = Path(tmp) / "refs.db"
+                for suffix in ("", "-wal", "-shm"):
+                    Path(str(db) + suffix).unlink(missing_ok=True)
+                with sqlite3.connect(db) as conn:
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute(_REFS[layout])
+                conn.close()
+                request: dict[str, object] = {"sources": [{"path": str(src)}], "out": str(Path(tmp) / "scrubbed"),
+                                              "sqlite_db": str(db), "media_type": "text/plain"}
+                if above is not None:
+                    request["window_above"] = above
+                t0 = time.perf_counter()
+                done = subprocess.run([PY, "-m", "bosun.server.offload_worker"], input=json.dumps(request).encode(),
+                                      capture_output=True, cwd=ROOT, check=False)
+                seconds = time.perf_counter() - t0
+                ok = json.loads(done.stdout)["ok"]
+                results[name].append((ok["peak_rss_kb"] / 1024, seconds, str(ok["shaped"]["answer"]["outline"])))
+    outlines = {r[2] for runs in results.values() for r in runs}
+    load = os.getloadavg()
+    lines = [f"offload worker alone, {mb:.0f} MB log (scrub, SQLite put, shape), {rounds} rounds alternated, "
+             f"load average {load[0]:.1f} at the end; the same stub every way: {'yes' if len(outlines) == 1 else 'NO'}",
+             "", "| worker | peak RSS MB (median) | x payload | seconds (median) |", "|---|---:|---:|---:|"]
+    for name, runs in results.items():
+        peak = statistics.median(r[0] for r in runs)
+        lines.append(f"| {name} | {peak:.0f} | {peak / mb:.2f}x | {statistics.median(r[1] for r in runs):.1f} |")
+    return lines
 
 
 if __name__ == "__main__":
@@ -284,6 +339,8 @@ if __name__ == "__main__":
     parser.add_argument("--via", nargs="+", choices=("http", "bridge", "run"), default=["http", "bridge", "run"],
                         help="how the big call is sent, each in turn in one run: an SDK client over HTTP, one "
                              "through a bosun stdio bridge, or bosun run's spool file posted to /v1/observe")
+    parser.add_argument("--worker-rounds", type=int, default=2,
+                        help="then run the offload worker alone, windowed vs whole text, this many rounds (0: skip)")
     parser.add_argument("--out", type=Path, default=None, help="append the table to this file")
     parser.add_argument("--send", choices=("http", "bridge", "run"), help=argparse.SUPPRESS)  # the big call's own process
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -293,8 +350,9 @@ if __name__ == "__main__":
     if ns.send:
         print(json.dumps(asyncio.run(send_big(ns.url, ns.home, ns.task, ns.mb, ns.send))))
         sys.exit(0)
-    if ns.mb > 200 or ns.agents > 50 or ns.baseline_seconds > 60:
-        parser.error("keep runs bounded: --mb <= 200, --agents <= 50, --baseline-seconds <= 60 (the machine is shared)")
+    if ns.mb > 200 or ns.agents > 50 or ns.baseline_seconds > 60 or ns.worker_rounds > 5:
+        parser.error("keep runs bounded: --mb <= 200, --agents <= 50, --baseline-seconds <= 60, --worker-rounds <= 5 "
+                     "(the machine is shared)")
     report = asyncio.run(main(ns))
     print(report)
     if ns.out is not None:

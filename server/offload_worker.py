@@ -127,10 +127,13 @@ def measure_windowed(w: Windowed, redactions: dict[str, int], prune: PruneMode, 
 
 
 def peak_rss_kb() -> int:
-    """This process's peak resident memory so far (KiB; Linux reports ru_maxrss in KiB)."""
-    import resource
-
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """This process's peak resident memory so far, KiB (0 where /proc is missing). ``VmHWM``, not
+    ``ru_maxrss``: that one carries the parent's peak over the exec (the daemon's, ~230 MB)."""
+    try:
+        with open("/proc/self/status") as fh:
+            return next((int(line.split()[1]) for line in fh if line.startswith("VmHWM:")), 0)
+    except OSError:
+        return 0
 
 
 class WorkerFailed(BosunError):
