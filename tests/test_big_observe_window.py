@@ -173,3 +173,17 @@ def test_a_document_with_a_syntax_error_in_its_head_is_not_json_either_way(tmp_p
     windowed, whole = both(tmp_path, text)
     assert whole["shaped"]["outline_kind"] != "json"
     assert windowed["shaped"] == whole["shaped"]
+
+
+def test_intent_lines_are_looked_for_in_the_head_and_tail_windows_only(tmp_path: Path) -> None:
+    """``focus`` scores the lines of a whole text: windowed, it sees the head and tail windows (documented)."""
+    body = log_with_errors()
+    cut = len(body) // 2
+    in_middle = body[:cut] + "the flux capacitor overheated at 88 mph\n" + body[cut:]
+    windowed, whole = both(tmp_path, in_middle, intent="flux capacitor")
+    assert "flux capacitor" in whole["shaped"]["answer"].get("focus", "")
+    assert "flux capacitor" not in windowed["shaped"]["answer"].get("focus", "")
+    in_head = "the flux capacitor overheated at 88 mph\n" + body
+    windowed, whole = both(tmp_path, in_head, intent="flux capacitor")
+    assert "flux capacitor" in whole["shaped"]["answer"]["focus"]
+    assert windowed["shaped"] == whole["shaped"]
