@@ -197,6 +197,10 @@ class CachingEmbedder:
     def get(self, key: str) -> Vectors | None:
         return self._cache.get(key)
 
+    def clear(self) -> None:
+        """Forget every vector (benchmarks measure a cold call with it)."""
+        self._cache.clear()
+
     def put(self, key: str, vec: Vectors) -> None:
         self._cache[key] = vec
         self._cache.move_to_end(key)

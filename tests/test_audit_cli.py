@@ -48,7 +48,7 @@ def test_auto_matcher_uses_the_model_or_says_why_not(tmp_path: Path, monkeypatch
         vecs = rng.normal(size=(len(texts), 8)).astype(np.float32)
         return vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
 
-    monkeypatch.setattr(cmd, "_local_embedder", lambda: fake_embed)
+    monkeypatch.setattr(cmd, "_local_embedder", lambda: (fake_embed, None))
     assert run([str(f), "--json", "--matcher", "auto", "--as-of", "2018-06-01"], monkeypatch, tmp_path) in (0, 1)
     assert json.loads(capsys.readouterr().out)["matcher"] == "semantic" and seen
 
@@ -59,6 +59,36 @@ def test_auto_matcher_uses_the_model_or_says_why_not(tmp_path: Path, monkeypatch
     assert run([str(f), "--json", "--matcher", "auto", "--as-of", "2018-06-01"], monkeypatch, tmp_path) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["matcher"] == "bm25" and "no model here" in captured.err
+
+
+def test_semantic_matcher_aligns_tokens_as_the_daemon_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """With a model that gives token states, ``bosun audit`` runs the token alignment (the daemon's
+    default fit), asking for the word states before the vectors (one model run gives both)."""
+    import numpy as np
+
+    from bosun.core.audit.align import WordStates
+    from bosun.core.audit.claims import content_tokens
+    from bosun.core.embedding import HashEmbedder
+
+    f = tmp_path / "in.json"
+    f.write_text(json.dumps(SAMPLE))
+    order: list[str] = []
+    hashed = HashEmbedder(16)
+
+    def embed(texts: list[str]) -> np.ndarray:
+        order.append("embed")
+        return hashed.embed(texts)
+
+    def words(texts: list[str]) -> list[WordStates]:
+        order.append("words")
+        return [WordStates(tuple(content_tokens(t)), hashed.embed(content_tokens(t))) for t in texts]
+
+    monkeypatch.setattr(cmd, "_local_embedder", lambda: (embed, words))
+    assert run([str(f), "--json", "--matcher", "semantic", "--as-of", "2018-06-01"], monkeypatch, tmp_path) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["token_alignment"] is True and rep["claims"][0]["features"]["align"] > 0.99
+    assert order == ["words", "embed"]
 
 
 def test_pass_fail_and_discovery(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:

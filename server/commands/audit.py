@@ -66,12 +66,13 @@ def run(args: argparse.Namespace) -> int:
         if args.matcher:
             cfg = replace(cfg, matcher=args.matcher)
         as_of = parse_as_of(args.as_of, "--as-of") or parse_as_of(data.get("as_of"), "as_of")
-        embed = None
+        model: tuple[Any, Any] | None = None
         if cfg.matcher == "semantic":
-            embed = _local_embedder()
+            model = _local_embedder()
         elif cfg.matcher == "auto":
-            embed = _try_local_embedder()
-        report = audit(data.get("query", ""), data["chunks"], data["response"], cfg, as_of, embed)
+            model = _try_local_embedder()
+        embed, words = model if model is not None else (None, None)
+        report = audit(data.get("query", ""), data["chunks"], data["response"], cfg, as_of, embed, words)
     except BosunError as exc:
         return _fail(str(exc))
     report["config_file"] = str(config_path) if config_path else None
@@ -89,17 +90,22 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report["trust_passed"] else 1
 
 
-def _local_embedder() -> Any:
-    """Load the embedded model in-process (only for --matcher semantic)."""
+def _local_embedder() -> tuple[Any, Any]:
+    """Load the embedded model in-process (semantic matcher): ``embed`` and, as the daemon has, the token
+    states for the alignment, one model run per text for both (None when the model gives no states)."""
     import os
 
+    from bosun.core.audit.align import encoder_from_embedder, one_pass_words
+    from bosun.core.embedding import CachingEmbedder
     from bosun.server.model import ModelSpec, load_embedder
 
     home = Path(os.environ.get("BOSUN_HOME", str(Path.home() / ".bosun"))).expanduser()
-    return load_embedder(home, ModelSpec()).embed
+    model = CachingEmbedder(load_embedder(home, ModelSpec()))
+    encoder = encoder_from_embedder(model)
+    return model.embed, one_pass_words(encoder, model) if encoder is not None else None
 
 
-def _try_local_embedder() -> Any:
+def _try_local_embedder() -> tuple[Any, Any] | None:
     """The model for ``auto``, or None (lexical) when it cannot be loaded here; says so on stderr."""
     from bosun.core.errors import BosunError
     from bosun.server.model import ModelError
