@@ -22,6 +22,7 @@ from bosun.core.offload.offload import (
     worth_it,
 )
 from bosun.core.offload.outline import (
+    OUTLINE_LITERALS,
     WINDOW_HEAD,
     WINDOW_TAIL,
     Utf8Text,
@@ -38,6 +39,7 @@ from bosun.core.offload.query import (
     error_signature,
     run_query,
 )
+from bosun.core.redact import Redactor
 from bosun.core.task.ledger import ledger_of, parse_prices
 from bosun.core.tokens import estimate_tokens
 
@@ -279,6 +281,31 @@ def test_outline_on_utf8_bytes_matches_the_str_outline(extra: str) -> None:
         want, got = build_outline(variant, 200), build_outline(variant, 200, utf8=utf8)
         assert (got.kind, got.lines, got.hints, got.facts) == (want.kind, want.lines, want.hints, want.facts)
         assert want.kind == "test" or variant is not text
+        # observe's way: the needles found by redaction's scan of the whole payload, cut to the windows
+        data, counts, found = Redactor().redact_bytes_finding(variant.encode(), OUTLINE_LITERALS)
+        assert not counts and found is not None and found.get(b"error")
+        seeded = Utf8Text.of(variant, data, found)
+        assert seeded is not None and detect_kind(variant, None, seeded) == kind
+        got = build_outline(variant, 200, utf8=seeded)
+        assert (got.kind, got.lines, got.hints, got.facts) == (want.kind, want.lines, want.hints, want.facts)
+
+
+def test_redaction_finds_other_literals_only_in_bytes_it_left_alone() -> None:
+    """``redact_bytes_finding`` scrubs exactly as ``redact_bytes`` does; the literals' positions come
+    back only when nothing was redacted (after a redaction they would point into other bytes)."""
+    r = Redactor()
+    clean = ("error: disk full\nFAILED test_x\n" * 400).encode()
+    dirty = clean + b"token = 'ghp_" + b"a1B2" * 10 + b"'\n"
+    for data in (clean, dirty, clean[:100]):
+        scrubbed, counts, found = r.redact_bytes_finding(data, (b"error", b"\nfailed "))
+        assert (scrubbed, counts) == r.redact_bytes(data)
+        if counts:
+            assert found is None
+        else:
+            low = data.lower()
+            assert found == {b"error": [i for i in range(len(low)) if low.startswith(b"error", i)],
+                             b"\nfailed ": [i for i in range(len(low)) if low.startswith(b"\nfailed ", i)]}
+    assert r.redact_bytes_finding(dirty, (b"error",))[1]
 
 
 def test_json_outline_puts_codes_first_and_keeps_key_names() -> None:

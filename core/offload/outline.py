@@ -124,7 +124,8 @@ _LINE_NEEDLES = frozenset(_TEST_NEEDLES + _FAIL_NEEDLES)
 # every literal the outline of a large payload looks for, found in one vectorised pass per window
 # (long phrases are checked at the hits of a short needle they contain: a scan literal costs a
 # numpy call per byte)
-_OUTLINE_SCAN = AnchorScan([n.encode() for n in _ERROR_NEEDLES] + [b"\n" + n.lower().encode() for n in _LINE_NEEDLES])
+OUTLINE_LITERALS = tuple(sorted({n.encode() for n in _ERROR_NEEDLES} | {b"\n" + n.lower().encode() for n in _LINE_NEEDLES}))
+_OUTLINE_SCAN = AnchorScan(OUTLINE_LITERALS)
 _TRACEBACK = "Traceback (most recent call last)"
 
 
@@ -140,13 +141,17 @@ class Utf8Text:
     """
 
     @classmethod
-    def of(cls, text: str, data: bytes | None) -> Utf8Text | None:
-        """The view for a large text (small ones are searched as ``str``: no setup cost to win back)."""
-        return cls(text, data) if data is not None and len(text) > _UTF8_ABOVE else None
+    def of(cls, text: str, data: bytes | None, found: dict[bytes, list[int]] | None = None) -> Utf8Text | None:
+        """The view for a large text (small ones are searched as ``str``: no setup cost to win back).
 
-    def __init__(self, text: str, data: bytes) -> None:
+        ``found``: ``OUTLINE_LITERALS``' positions in all of ``data``, when a scan of the whole
+        payload found them already (redaction's: ``Redactor.redact_bytes_finding``)."""
+        return cls(text, data, found) if data is not None and len(text) > _UTF8_ABOVE else None
+
+    def __init__(self, text: str, data: bytes, found: dict[bytes, list[int]] | None = None) -> None:
         self.data = data
         self._found: list[dict[bytes, list[int]]] | None = None  # per region, from one scan (lazily)
+        self._whole = found
         self.ascii = len(data) == len(text)
         n = len(text)
         if n <= WINDOW_HEAD + WINDOW_TAIL:
@@ -176,6 +181,8 @@ class Utf8Text:
         """The needles' occurrences per region (from the byte before a region: a line-start needle
         may begin at the newline just before it), found in one pass over the regions joined."""
         spans = [(max(lo - 1, 0), hi) for lo, hi in self.regions]
+        if self._whole is not None:  # the whole payload's positions: those wholly within each span
+            return [_within(self._whole, a, b) for a, b in spans]
         if len(spans) == 1:
             return [_OUTLINE_SCAN.positions(self.data, *spans[0])]
         (a0, b0), (a1, b1) = spans
@@ -198,6 +205,17 @@ class Utf8Text:
         lo = self.data.rfind(b"\n", 0, pos) + 1
         hi = self.data.find(b"\n", pos, end)
         return self.data[lo : hi if hi >= 0 else end].decode("utf-8")
+
+
+def _within(found: dict[bytes, list[int]], lo: int, hi: int) -> dict[bytes, list[int]]:
+    """The positions in ``found`` of occurrences that lie wholly within ``[lo, hi)``."""
+    out: dict[bytes, list[int]] = {}
+    for lit, pos in found.items():
+        i = bisect.bisect_left(pos, lo)
+        j = bisect.bisect_right(pos, hi - len(lit), i)
+        if i < j:
+            out[lit] = pos[i:j]
+    return out
 
 
 def newlines(data: bytes, lo: int, hi: int) -> int:

@@ -34,7 +34,7 @@ from bosun.core.offload.offload import (
     get_mode,
     short_ref,
 )
-from bosun.core.offload.outline import build_outline
+from bosun.core.offload.outline import OUTLINE_LITERALS, build_outline
 from bosun.core.redact import Redactor, redact_value
 from bosun.core.task.state import Event
 from bosun.server.blob_file import put_file, sqlite_db
@@ -53,6 +53,7 @@ if TYPE_CHECKING:
 # multi-megabyte output does not stall every other agent's calls (below it the hand-off costs more
 # than it frees: a 1 MB observe takes a few ms)
 OFF_LOOP_ABOVE = 2 * 1024 * 1024
+FIND_NEEDLES_ABOVE = 16_384  # bytes: outputs whose outline may search bytes (Utf8Text) get its needles found too
 COMPACT_EVERY = 8  # results between compaction checks
 COMPACT_MIN_TOKENS = 500  # suggest compaction only when it would free at least this much
 MEDIA_TEXT = "text/plain; charset=utf-8"
@@ -192,17 +193,20 @@ class ObserveService:
             raw = result.encode("utf-8")
         raw_size = len(raw)
         prune, tool, red_args, a_hash = await self._prepare(task_id, raw_size, tool, args, mode)
+        # a large output's outline needles are found by redaction's scan of the bytes too (one pass)
+        needles = OUTLINE_LITERALS if raw_size > FIND_NEEDLES_ABOVE else ()
         if raw_size > OFF_LOOP_ABOVE:
-            data, redactions = await asyncio.to_thread(self.redactor.redact_bytes, raw)
+            data, redactions, found = await asyncio.to_thread(self.redactor.redact_bytes_finding, raw, needles)
         else:
-            data, redactions = self.redactor.redact_bytes(raw)
+            data, redactions, found = self.redactor.redact_bytes_finding(raw, needles)
         # the bytes are hashed and stored on the blob writer's thread while this one builds the
         # answer; awaited below, before the journal event that points at them
         stored = self.engine.refs.put_soon(data, MEDIA_TEXT)
         try:
             return await self._observed(task_id, failed, tool, red_args, a_hash, result, data, redactions,
                                         stored, prune, offload, agent,
-                                        self.redactor.scrub(clean_text(intent)) if intent else None, exit_code)
+                                        self.redactor.scrub(clean_text(intent)) if intent else None, exit_code,
+                                        found if needles else None)
         finally:
             if not stored.done():  # an error before the await: let the write finish, never orphan it
                 await stored.settle()
@@ -268,15 +272,17 @@ class ObserveService:
         agent: str | None,
         intent: str | None = None,
         exit_code: int | None = None,
+        found: dict[bytes, list[int]] | None = None,
     ) -> dict[str, Any]:
-        """The rest of ``observe_output``: outline and stub while ``stored`` completes, then the journal."""
+        """The rest of ``observe_output``: outline and stub while ``stored`` completes, then the journal
+        (``found``: the outline needles' positions in ``data``, from redaction's scan)."""
         command = shell_command(tool, red_args) if red_args is not None else None
         text = data.decode("utf-8", "replace") if redactions else result
         if len(data) > OFF_LOOP_ABOVE:
             measured = await asyncio.to_thread(measure, text, data, redactions, prune, command, offload, failed,
-                                               build_outline)
+                                               build_outline, found)
         else:
-            measured = measure(text, data, redactions, prune, command, offload, failed, build_outline)
+            measured = measure(text, data, redactions, prune, command, offload, failed, build_outline, found)
         ref = await stored.ref()  # committed before the event that points at it
         digest = ref.rsplit(":", 1)[1]
         if len(data) <= OFF_LOOP_ABOVE and shape_is_light(text, measured, offload, intent):

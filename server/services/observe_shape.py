@@ -47,12 +47,14 @@ class Measured:
 
 
 def measure(text: str, data: bytes, redactions: dict[str, int], prune: PruneMode, command: str | None,
-            offload: bool | None, failed: bool, build: Callable[..., Outline] = build_outline) -> Measured:
+            offload: bool | None, failed: bool, build: Callable[..., Outline] = build_outline,
+            found: dict[bytes, list[int]] | None = None) -> Measured:
     """Count, estimate, decide and outline ``text`` (``data``: its scrubbed UTF-8 bytes; ``build``: the
-    outline builder, named by the caller so a test can replace it where the service looks it up)."""
+    outline builder, named by the caller so a test can replace it where the service looks it up;
+    ``found``: ``OUTLINE_LITERALS``' positions in ``data``, from redaction's scan, when it had them)."""
     # numpy first: it lets go of the GIL, so the writer thread gets going at once
     total_lines = count_lines(data)  # the bytes hold the same newlines as ``text``
-    utf8 = Utf8Text.of(text, data if not redactions else None)  # unredacted: data is text's UTF-8
+    utf8 = Utf8Text.of(text, data if not redactions else None, found)  # unredacted: data is text's UTF-8
     tokens = fast_tokens(text)
     choice = decide(tokens, prune, command, offload)
     kind = detect_kind(text, command, utf8)
