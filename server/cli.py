@@ -259,29 +259,65 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def bridge_args(argv: list[str]) -> tuple[str, list[str]] | None:
-    """``bosun stdio [--home H] [--policies DIR]...`` read without the parser of every command: the home and
-    the daemon's extra arguments, as ``cmd_stdio`` makes them; None for anything else (``--standalone``,
-    ``--help``, an error), which the full parser handles. Paths are strings (``os.path``: no pathlib here)."""
-    home: str | None = None
-    extra: list[str] = []
+def stdio_args(argv: list[str]) -> dict[str, Any] | None:
+    """``bosun stdio [--home H] [--policies DIR]... [--standalone] [--database-url URL]`` read without the
+    parser of every command (~60 ms of imports: every subcommand's module), as the full parser reads it:
+    ``home`` (the raw value or None), ``policies`` (raw values or None), ``standalone``, ``database_url``;
+    None for anything else (``--help``, a typo, a missing value), which the full parser handles."""
+    parsed: dict[str, Any] = {"home": None, "policies": None, "standalone": False, "database_url": None}
     i = 0
     while i < len(argv):
         name, eq, value = argv[i].partition("=")
-        if name not in ("--home", "--policies"):
+        if name == "--standalone" and not eq:
+            parsed["standalone"] = True
+            i += 1
+            continue
+        if name not in ("--home", "--policies", "--database-url"):
             return None
         if not eq:
             if i + 1 >= len(argv):
                 return None
             i += 1
             value = argv[i]
-        if name == "--home":
-            home = value
+        if name == "--policies":
+            parsed["policies"] = [*(parsed["policies"] or []), value]
         else:
-            extra += ["--policies", os.path.realpath(os.path.expanduser(value))]  # as Path.resolve()
+            parsed[name[2:].replace("-", "_")] = value
         i += 1
-    home = home or os.environ.get("BOSUN_HOME", "").strip() or "~/.bosun"  # as Config reads it
-    return os.path.expanduser(home), extra
+    return parsed
+
+
+def _home_of(raw: str | None) -> str:
+    """The home as Config reads it (``--home``, else $BOSUN_HOME, else ~/.bosun), with os.path only."""
+    return os.path.expanduser(raw or os.environ.get("BOSUN_HOME", "").strip() or "~/.bosun")
+
+
+def bridge_args(argv: list[str]) -> tuple[str, list[str]] | None:
+    """``bosun stdio [--home H] [--policies DIR]...`` read without the parser of every command: the home and
+    the daemon's extra arguments, as ``cmd_stdio`` makes them; None for anything else (``--standalone``,
+    ``--help``, an error), which the full parser handles. Paths are strings (``os.path``: no pathlib here)."""
+    parsed = stdio_args(argv)
+    if parsed is None or parsed["standalone"] or parsed["database_url"] is not None:
+        return None
+    extra: list[str] = []
+    for value in parsed["policies"] or []:
+        extra += ["--policies", os.path.realpath(os.path.expanduser(value))]  # as Path.resolve()
+    return _home_of(parsed["home"]), extra
+
+
+def _standalone_args(argv: list[str]) -> Any:
+    """``[-v] stdio ... --standalone``: the namespace the full parser would give, or None."""
+    verbose = False
+    while argv and argv[0] in ("-v", "--verbose"):
+        verbose, argv = True, argv[1:]
+    if not argv or argv[0] != "stdio":
+        return None
+    parsed = stdio_args(argv[1:])
+    if parsed is None or not parsed["standalone"]:
+        return None
+    from types import SimpleNamespace
+
+    return SimpleNamespace(command="stdio", verbose=verbose, func=cmd_stdio, **parsed)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -295,12 +331,22 @@ def main(argv: list[str] | None = None) -> None:
         from bosun.server.transport.bridge import run_bridge
 
         sys.exit(run_bridge(*bridged))
+    args = _standalone_args(argv)
+    if args is not None:  # `bosun stdio --standalone`: read stdin (and answer initialize) while the SDK loads
+        from bosun.server.transport import early_init
+
+        early_init.start(_home_of(args.home), argv)
+    else:
+        args = build_parser().parse_args(argv)
+    _run(args)
+
+
+def _run(args: Any) -> None:
+    """Everything ``main`` does after parsing: logging, the configuration, the subcommand."""
     from pathlib import Path
 
     from bosun.server.config import Config, ConfigError
 
-    parser = build_parser()
-    args = parser.parse_args(argv)
     _logging(args.verbose)
     if getattr(args, "database_url", None):  # through the environment: a daemon the bridge starts inherits it
         os.environ["BOSUN_DATABASE_URL"] = args.database_url

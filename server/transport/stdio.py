@@ -11,6 +11,10 @@ HTTP gives (400 there) as JSON-RPC ``-32600``. Everything else is the SDK's own 
 
 Like the SDK, the real stdin is moved off fd 0 while serving (fd 0 reads the null device), so a
 child process cannot read the host's messages.
+
+Under ``bosun stdio --standalone`` the first line was already read (and ``initialize`` perhaps answered
+with the SDK's recorded answer) by ``early_init`` while the process imported: the SDK gets that line
+first, unchanged, and ``AnswerOnce`` keeps its own answer to it from being written twice.
 """
 
 from __future__ import annotations
@@ -23,12 +27,17 @@ import logging
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any, BinaryIO
+from typing import Any
 
 from mcp import MCPError
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.message import SessionMessage
+from mcp.types import JSONRPCError, JSONRPCResponse
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from bosun.server.transport import early_init
 from bosun.server.transport.http_guard import MAX_DEPTH, json_depth, top_level_id
 
 log = logging.getLogger("bosun.stdio")
@@ -50,10 +59,32 @@ def guard_line(line: bytes) -> bytes | None:
     return json.dumps(marked).encode() + b"\n"
 
 
+class _PrefixedReader(io.RawIOBase):
+    """Bytes already read from the wire (by ``early_init``), then the wire itself."""
+
+    def __init__(self, prefix: bytes, fd: int) -> None:
+        super().__init__()
+        self.prefix = prefix
+        self.fd = fd
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.prefix:
+            n = min(len(buffer), len(self.prefix))
+            buffer[:n] = self.prefix[:n]
+            self.prefix = self.prefix[n:]
+            return n
+        data = os.read(self.fd, len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
 class _GuardedLines(io.RawIOBase):
     """A binary stream over the host's stdin that hands the SDK each line through ``guard_line``."""
 
-    def __init__(self, source: BinaryIO) -> None:
+    def __init__(self, source: Any) -> None:
         super().__init__()
         self.source = source
         self.pending = b""
@@ -74,13 +105,19 @@ class _GuardedLines(io.RawIOBase):
 
 
 @contextlib.contextmanager
-def guarded_stdin() -> Iterator[None]:
-    """``sys.stdin`` reads the host's messages through the guard; fd 0 reads the null device meanwhile."""
-    private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+def guarded_stdin(early: early_init.EarlyInit | None = None) -> Iterator[None]:
+    """``sys.stdin`` reads the host's messages through the guard; fd 0 reads the null device meanwhile.
+
+    With ``early``, the wire is its copy of fd 0, and its first line (already read) comes first."""
+    private = early.read_fd if early is not None else fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
     os.close(null)
-    source = os.fdopen(private, "rb", buffering=0, closefd=False)
+    source: Any
+    if early is not None:
+        source = io.BufferedReader(_PrefixedReader(*early.take()))
+    else:
+        source = os.fdopen(private, "rb", buffering=0, closefd=False)
     saved = sys.stdin
     sys.stdin = io.TextIOWrapper(io.BufferedReader(_GuardedLines(source)), encoding="utf-8", errors="replace")
     try:
@@ -88,7 +125,8 @@ def guarded_stdin() -> Iterator[None]:
     finally:
         sys.stdin = saved
         os.dup2(private, 0)
-        os.close(private)
+        if early is None:
+            os.close(private)
 
 
 async def refuse_marked(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> Any:
@@ -100,7 +138,49 @@ async def refuse_marked(ctx: ServerRequestContext[Any, Any], call_next: CallNext
     return await call_next(ctx)
 
 
+class AnswerOnce:
+    """The SDK's write stream, with its answer to an ``initialize`` already answered early left unwritten
+    (after ``EarlyInit.settle`` compared it with the early line, and recorded it for the next start)."""
+
+    def __init__(self, stream: Any, early: early_init.EarlyInit) -> None:
+        self.stream = stream
+        self.early = early
+        self.settled = False
+
+    async def send(self, item: SessionMessage) -> None:
+        message = item.message
+        if not self.settled and isinstance(message, JSONRPCResponse | JSONRPCError) and \
+                self.early.request_id is not None and message.id == self.early.request_id and \
+                type(message.id) is type(self.early.request_id):
+            self.settled = True
+            line = message.model_dump_json(by_alias=True, exclude_unset=True)  # as the SDK's stdio writer
+            if self.early.settle(line, isinstance(message, JSONRPCResponse), HANDSHAKE_PROTOCOL_VERSIONS):
+                return
+        await self.stream.send(item)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def __aenter__(self) -> AnswerOnce:
+        await self.stream.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> Any:
+        return await self.stream.__aexit__(*exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 async def run_stdio(mcp: MCPServer[Any]) -> None:
-    """``mcp.run_stdio_async()`` over the guarded stdin; returns when the host closes stdin."""
-    with guarded_stdin():
-        await mcp.run_stdio_async()
+    """``mcp.run_stdio_async()`` over the guarded stdin; returns when the host closes stdin.
+
+    Under ``early_init`` it is that method's body with the write stream wrapped in ``AnswerOnce``."""
+    early = early_init.active()
+    with guarded_stdin(early):
+        if early is None:
+            await mcp.run_stdio_async()
+            return
+        server = mcp._lowlevel_server
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, AnswerOnce(write_stream, early), server.create_initialization_options())

@@ -1,0 +1,193 @@
+"""``bosun stdio --standalone`` answers ``initialize`` early with the SDK's own recorded answer (issue 15).
+
+The process tests run the real command twice per protocol version: the first run records what the SDK
+wrote, the second answers from the first lines of the process. The two answers must be the same bytes,
+the SDK's own answer in the second run must have been compared and dropped (one answer per id), and
+the rest of the session must answer as in the first run.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION, MODERN_PROTOCOL_VERSIONS
+
+from bosun.server.transport import early_init
+from tests.helpers_proc import env_for
+
+CHECKED = "answered early with the SDK's recorded answer (identical, checked)"
+VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS, "1999-01-01")  # the last two: not negotiable
+
+
+def _initialize(version: str, request_id: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {"roots": {"listChanged": True}},
+                       "clientInfo": {"name": "entry-test", "version": "1"}}}
+
+
+def _start(home: Path, version: str, request_id: Any) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in env_for(home).items() if k != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.Popen([sys.executable, "-m", "bosun", "-v", "stdio", "--standalone"], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None
+    lines = [_initialize(version, request_id), {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": "list", "method": "tools/list"}]
+    proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
+    proc.stdin.flush()
+    return proc
+
+
+def _finish(proc: subprocess.Popen[bytes]) -> tuple[list[bytes], str]:
+    """Stdout lines up to the tools/list answer (then stdin closes: the server exits), and stderr."""
+    assert proc.stdout is not None and proc.stdin is not None
+    out: list[bytes] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        out.append(line)
+        if json.loads(line).get("id") == "list":
+            break
+    rest, err = proc.communicate(timeout=60)
+    return out + rest.splitlines(keepends=True), err.decode(errors="replace")
+
+
+def _by_id(lines: list[bytes]) -> dict[Any, list[bytes]]:
+    found: dict[Any, list[bytes]] = {}
+    for line in lines:
+        found.setdefault(json.loads(line).get("id"), []).append(line)
+    return found
+
+
+def test_the_early_answer_is_the_sdks_own_byte_for_byte_for_every_protocol_version(tmp_path: Path) -> None:
+    """Every version the SDK negotiates and two it does not (the 2026 era has no handshake; a made-up one):
+    run 1 records the SDK's answer, run 2 writes it early; same bytes, one answer per id, same session."""
+    ids: dict[str, Any] = {v: (7 if i % 2 else f"init-{i}") for i, v in enumerate(VERSIONS)}  # int and str ids
+    runs: list[dict[str, tuple[list[bytes], str]]] = []
+    for _ in range(2):  # each wave in parallel (one home per version: separate caches)
+        procs = {v: _start(tmp_path / f"home-{i}", v, ids[v]) for i, v in enumerate(VERSIONS)}
+        runs.append({v: _finish(p) for v, p in procs.items()})
+    for version in VERSIONS:
+        (first, first_err), (second, second_err) = runs[0][version], runs[1][version]
+        one, two = _by_id(first), _by_id(second)
+        request_id = ids[version]
+        assert len(one[request_id]) == 1 and len(two[request_id]) == 1, (version, first, second)  # never twice
+        assert two[request_id] == one[request_id], version  # the SDK's bytes, written early
+        assert CHECKED not in first_err and CHECKED in second_err, (version, second_err[-2000:])
+        assert two["list"] == one["list"]  # the session after it answers as before
+        result = json.loads(two[request_id][0])["result"]
+        negotiated = version if version in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
+        assert result["protocolVersion"] == negotiated and result["serverInfo"]["name"] == "bosun"
+        assert second[0] == two[request_id][0]  # and it came first
+
+
+# -- the early reader alone, over pipes -------------------------------------------------------------
+def _reader(home: Path, cache: dict[str, Any] | None, first: bytes, key: str = "k") -> tuple[
+        early_init.EarlyInit, int, int]:
+    home.mkdir(parents=True, exist_ok=True)
+    if cache is not None:
+        (home / early_init.CACHE_FILE).write_text(json.dumps(cache))
+    in_r, in_w = os.pipe()
+    out_r, out_w = os.pipe()
+    os.write(in_w, first)
+    reader = early_init.EarlyInit(str(home), key, stdin_fd=in_r, stdout_fd=out_w)
+    reader.handed.wait(10)
+    os.close(out_w)
+    os.set_blocking(out_r, False)
+    return reader, out_r, in_w
+
+
+def _written(fd: int) -> bytes:
+    reader_out = b""
+    try:
+        while chunk := os.read(fd, 65536):
+            reader_out += chunk
+    except BlockingIOError:
+        pass
+    return reader_out
+
+
+SUFFIX = ',"result":{"protocolVersion":"2025-11-25"}}'
+CACHE = {"key": "k", "handshake": list(HANDSHAKE_PROTOCOL_VERSIONS), "answers": {"2025-11-25": SUFFIX}}
+
+
+def test_the_line_goes_to_the_sdk_unchanged_with_what_followed_it(tmp_path: Path) -> None:
+    line = json.dumps(_initialize("2025-11-25", 3)).encode() + b"\n"
+    reader, out, _ = _reader(tmp_path, CACHE, line + b'{"jsonrpc":"2.0","method":"x"}\n{"partial')
+    assert _written(out) == b'{"jsonrpc":"2.0","id":3' + SUFFIX.encode() + b"\n"
+    taken, fd = reader.take()
+    assert taken == line + b'{"jsonrpc":"2.0","method":"x"}\n{"partial' and fd == reader.read_fd
+
+
+@pytest.mark.parametrize("first", [
+    json.dumps(_initialize("2025-11-25", True)),  # a bool id: pydantic would not echo it as JSON true
+    json.dumps(_initialize("2025-11-25", 'a"b')),  # a string id whose escaping is not certain
+    json.dumps({**_initialize("2025-11-25", 3), "params": {"protocolVersion": "2025-11-25"}}),  # SDK: an error
+    json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover"}),  # the 2026 era
+    "not json",
+])
+def test_no_early_answer_where_the_sdks_answer_is_not_certain(tmp_path: Path, first: str) -> None:
+    reader, out, _ = _reader(tmp_path, CACHE, first.encode() + b"\n")
+    assert _written(out) == b""
+    assert reader.take()[0] == first.encode() + b"\n"
+
+
+def test_another_key_finds_no_entry(tmp_path: Path) -> None:
+    reader, out, _ = _reader(tmp_path, CACHE, json.dumps(_initialize("2025-11-25", 3)).encode() + b"\n", key="other")
+    assert _written(out) == b"" and reader.sent is None
+
+
+def test_the_sdks_answer_is_recorded_and_a_differing_entry_replaced(tmp_path: Path) -> None:
+    """``settle``: no early answer -> the SDK's line is written and recorded; an early answer that differs
+    -> the SDK's duplicate is still not written (one answer per id) and the entry becomes the SDK's."""
+    first = json.dumps(_initialize("2025-06-18", 5)).encode() + b"\n"
+    reader, _, _ = _reader(tmp_path / "a", None, first)
+    sdk_line = '{"jsonrpc":"2.0","id":5,"result":{"protocolVersion":"2025-06-18"}}'
+    assert reader.settle(sdk_line, True, HANDSHAKE_PROTOCOL_VERSIONS) is False  # written by the SDK
+    stored = json.loads((tmp_path / "a" / early_init.CACHE_FILE).read_text())
+    assert stored["answers"] == {"2025-06-18": ',"result":{"protocolVersion":"2025-06-18"}}'}
+    assert stored["handshake"] == list(HANDSHAKE_PROTOCOL_VERSIONS)
+
+    stale = {**CACHE, "answers": {"2025-11-25": ',"result":{"old":1}}'}}
+    reader, out, _ = _reader(tmp_path / "b", stale, json.dumps(_initialize("2025-11-25", 9)).encode() + b"\n")
+    assert _written(out) == b'{"jsonrpc":"2.0","id":9,"result":{"old":1}}\n'
+    sdk_line = '{"jsonrpc":"2.0","id":9' + SUFFIX
+    assert reader.settle(sdk_line, True, HANDSHAKE_PROTOCOL_VERSIONS) is True  # not written twice
+    assert json.loads((tmp_path / "b" / early_init.CACHE_FILE).read_text())["answers"] == {"2025-11-25": SUFFIX}
+
+
+def test_unsupported_versions_share_the_sdks_fallback_slot(tmp_path: Path) -> None:
+    cache = {**CACHE, "answers": {early_init.UNSUPPORTED_SLOT: SUFFIX}}
+    for version in ("1999-01-01", *MODERN_PROTOCOL_VERSIONS):
+        _, out, _ = _reader(tmp_path / version, cache, json.dumps(_initialize(version, 1)).encode() + b"\n")
+        assert _written(out) == b'{"jsonrpc":"2.0","id":1' + SUFFIX.encode() + b"\n"
+
+
+def test_the_key_changes_with_the_environment_and_arguments_and_keeps_no_secret() -> None:
+    base = early_init.cache_key(["stdio", "--standalone"], {"BOSUN_HOME": "/h"})
+    assert base == early_init.cache_key(["stdio", "--standalone"], {"BOSUN_HOME": "/h", "OTHER": "x"})
+    assert base != early_init.cache_key(["stdio", "--standalone"], {"BOSUN_HOME": "/h", "BOSUN_TOOLS": "route"})
+    assert base != early_init.cache_key(["-v", "stdio", "--standalone"], {"BOSUN_HOME": "/h"})
+    assert "secret" not in early_init.cache_key(["stdio"], {"BOSUN_TOKEN": "secret"})
+
+
+def test_the_standalone_fast_path_reads_arguments_as_the_full_parser_does() -> None:
+    from bosun.server.cli import _standalone_args, build_parser
+
+    for argv in (["stdio", "--standalone"], ["-v", "stdio", "--home", "/h", "--standalone", "--policies", "a",
+                                             "--policies=b", "--database-url", "postgresql://x"]):
+        fast = _standalone_args(argv)
+        full = build_parser().parse_args(argv)
+        assert fast is not None
+        for name in ("home", "policies", "standalone", "database_url", "verbose", "func"):
+            assert getattr(fast, name) == getattr(full, name), (argv, name)
+    for other in (["stdio"], ["stdio", "--standalone", "--help"], ["serve", "--standalone"], ["stdio", "--stand"]):
+        assert _standalone_args(other) is None
