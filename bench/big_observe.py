@@ -281,6 +281,7 @@ async def main(args: argparse.Namespace) -> str:
 
 WORKER_WAYS = {  # name: (window_above, refs table layout)
     "windowed outline, data last (now)": (None, "data_last"),
+    "windowed outline, created_at last (the old refs layout)": (None, "created_at_last"),
     "whole text, data last": (1 << 40, "data_last"),
     "whole text, created_at last (before this round)": (1 << 40, "created_at_last"),
 }
@@ -292,8 +293,8 @@ _REFS = {"data_last": "CREATE TABLE refs (sha256 TEXT PRIMARY KEY, media_type TE
 
 def worker_alone(mb: float, rounds: int) -> list[str]:
     """The offload worker on its own (``python -m bosun.server.offload_worker``): the same log scrubbed, stored
-    in SQLite and shaped from windows (now), from the whole text, and from the whole text into the old
-    refs layout (the worker before this round); rounds alternate the ways. Peak RSS is the child's own
+    in SQLite and shaped from windows (now), from windows into the old refs layout, from the whole text,
+    and from the whole text into the old layout (the worker before this round); rounds alternate the ways. Peak RSS is the child's own
     ``VmHWM`` (exact, not sampled)."""
     import sqlite3
 
