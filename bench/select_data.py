@@ -105,22 +105,53 @@ def psiloop_tasks() -> list[dict[str, Any]]:
 
 
 async def embed_all(texts: Sequence[str]) -> dict[str, Vectors]:
-    """Embed every distinct text once through a real Engine (cached on disk by content hash)."""
+    """Embed every distinct text once through a real Engine (cached on disk by content hash); texts
+    whose vectors a bench store already holds (``cached_vectors``) are not embedded again."""
     from bosun.server.config import Config
     from bosun.server.engine import Engine
 
     uniq = list(dict.fromkeys(texts))
+    out: dict[str, Vectors] = cached_vectors(uniq)
+    missing = [t for t in uniq if t not in out]
+    if not missing:
+        return out
     engine = Engine(Config(home=bench_home(), policies=[]))
     await engine.open()
     try:
-        out: dict[str, Vectors] = {}
-        for start in range(0, len(uniq), 256):
-            chunk = uniq[start : start + 256]
+        for start in range(0, len(missing), 256):
+            chunk = missing[start : start + 256]
             vecs = await engine.embed(chunk)
             out.update(zip(chunk, np.asarray(vecs), strict=True))
         return out
     finally:
         await engine.close()
+
+
+def _stores() -> list[Path]:
+    """The bench store, then (with the default home) the stores of earlier schema versions beside it,
+    newest first: their embeddings table is the same, so a schema change does not cost a re-embed."""
+    home = bench_home()
+    paths = [home / "bosun.db"]
+    if not os.environ.get("BOSUN_BENCH_HOME", "").strip():
+        others = [p / "bosun.db" for p in home.parent.glob("schema-*") if p != home and (p / "bosun.db").exists()]
+        paths += sorted(others, key=lambda p: p.stat().st_mtime, reverse=True)
+    return [p for p in paths if p.exists()]
+
+
+def _stored(db: Path) -> dict[str, dict[str, Vectors]]:
+    """model id -> sha256 -> vector, read-only."""
+    import sqlite3
+
+    out: dict[str, dict[str, Vectors]] = {}
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        for model, sha, dim, blob in conn.execute("SELECT model_id, sha256, dim, vec FROM embeddings"):
+            vec = np.frombuffer(bytes(blob), dtype=np.float32)
+            if vec.shape[0] == int(dim):
+                out.setdefault(str(model), {})[sha] = vec
+    finally:
+        conn.close()
+    return out
 
 
 def cached_vectors(texts: Sequence[str], extra: Sequence[Path] = ()) -> dict[str, Vectors]:
@@ -129,20 +160,16 @@ def cached_vectors(texts: Sequence[str], extra: Sequence[Path] = ()) -> dict[str
     (~38k sentences) does not finish. An ``extra`` file is used only if it agrees with the store on
     every text both hold (same model)."""
     import hashlib
-    import sqlite3
 
     key = {t: hashlib.sha256(t.encode("utf-8", "surrogatepass")).hexdigest() for t in dict.fromkeys(texts)}
     have: dict[str, Vectors] = {}
-    db = bench_home() / "bosun.db"
-    if db.exists():
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
-        try:
-            for sha, dim, blob in conn.execute("SELECT sha256, dim, vec FROM embeddings"):
-                vec = np.frombuffer(bytes(blob), dtype=np.float32)
-                if vec.shape[0] == int(dim):
-                    have[sha] = vec
-        finally:
-            conn.close()
+    chosen: str | None = None  # the first store's model decides: another model's vectors are not mixed in
+    for db in _stores():
+        for model, rows in _stored(db).items():
+            chosen = chosen or model
+            if model == chosen:
+                for sha, vec in rows.items():
+                    have.setdefault(sha, vec)
     for path in extra:
         with np.load(path) as data:
             more = dict(zip(map(str, data["keys"]), np.asarray(data["vecs"], np.float32), strict=True))

@@ -314,8 +314,7 @@ def test_hybrid_answers_for_a_pool_without_terms_when_the_vocabulary_is_large(mo
     from bosun.core.selection import lexical as select_lexical
 
     monkeypatch.setattr(select_lexical, "_VOCAB", {f"zz{i}": i for i in range(70_000)})
-    select_lexical._encoded_raw.cache_clear()  # ids cached against the real vocabulary
-    select_lexical._VIEWS.clear()
+    select_lexical.forget_texts()  # ids cached against the real vocabulary
     try:
         pool = make_pool("retry the upload with backoff", ["", "!!", "?"])
         out = select(pool, 100, "hybrid", OFF)
@@ -323,8 +322,7 @@ def test_hybrid_answers_for_a_pool_without_terms_when_the_vocabulary_is_large(mo
         assert all(p.relevance == pytest.approx(0.3 * r) for p, r in
                    zip(out.selected, (float(pool.candidates[p.index] @ pool.goal) for p in out.selected), strict=True))
     finally:
-        select_lexical._encoded_raw.cache_clear()
-        select_lexical._VIEWS.clear()
+        select_lexical.forget_texts()
 
 
 # -- relevance floor, iterative=false, nothing-new stop (issue 19 item 7) ----------------------

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Sequence
-from functools import lru_cache
+from functools import cached_property, lru_cache
+from itertools import islice
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -52,6 +54,14 @@ _MAX_VOCAB = 2_000_000
 _EPOCH = [0]  # bumped when the vocabulary starts over
 
 
+def forget_texts() -> None:
+    """Drop every per-text cache and every view (the term ids start over only with the vocabulary)."""
+    _encoded_raw.cache_clear()
+    _IDS.clear()
+    _HEADINGS.clear()
+    _VIEWS.clear()
+
+
 def _reset_if_huge() -> None:
     """A daemon that has seen millions of distinct words starts its term ids over.
 
@@ -59,8 +69,7 @@ def _reset_if_huge() -> None:
     """
     if len(_VOCAB) > _MAX_VOCAB:
         _VOCAB.clear()
-        _encoded_raw.cache_clear()
-        _VIEWS.clear()
+        forget_texts()
         _EPOCH[0] += 1
 
 
@@ -143,13 +152,49 @@ def _titled(text: str) -> bool:
     return 0 < len(text[:cut].split()) <= 12
 
 
-@lru_cache(maxsize=32_768)
 def _title_terms(text: str) -> int:
     """How many distinct terms the heading line of a titled text holds (0 if untitled).
 
     Term ids are stored in first-occurrence order, so these are the first ids of the text.
     """
     return len(set(terms(text[: text.find("\n")]))) if _titled(text) else 0
+
+
+def _heading_of(text: str) -> int:
+    """The number of distinct terms in the heading line of a titled text; -1 for an untitled one."""
+    return _title_terms(text) if _titled(text) else -1
+
+
+# what a pool's view needs of each text, cached by content in two plain dicts (same keys): a view of
+# n texts is then a few C-level passes (``map(dict.get, texts)``, one ``bytes.join``), not n Python calls
+_IDS: dict[str, bytes] = {}  # distinct term ids, first-occurrence order (int64 bytes)
+_HEADINGS: dict[str, int] = {}  # ``_heading_of``
+_TEXT_SLOTS = 32_768  # texts held; the oldest quarter goes when full
+
+
+def _learn(text: str) -> bytes:
+    """Encode a text seen for the first time (held unless it is long)."""
+    ids = _encode(text)[0].tobytes()
+    if len(text) <= _CACHE_CHARS:
+        if len(_IDS) >= _TEXT_SLOTS:
+            for old in list(islice(_IDS, _TEXT_SLOTS // 4)):
+                del _IDS[old]
+                _HEADINGS.pop(old, None)
+        _IDS[text] = ids
+        _HEADINGS[text] = _heading_of(text)
+    return ids
+
+
+def _pool_terms(texts: Sequence[str]) -> tuple[list[bytes], list[int]]:
+    """Each text's term ids (int64 bytes) and ``_heading_of``, from the cache where held."""
+    ids: list[bytes | None] = list(map(_IDS.get, texts))
+    if None in ids:
+        for i in [i for i, b in enumerate(ids) if b is None]:
+            ids[i] = _learn(texts[i])
+    heads: list[int | None] = list(map(_HEADINGS.get, texts))
+    if None in heads:  # a long text, or one dropped from the cache meanwhile
+        heads = [h if h is not None else _heading_of(t) for h, t in zip(heads, texts, strict=True)]
+    return cast(list[bytes], ids), cast(list[int], heads)
 
 
 class LexicalView:
@@ -165,13 +210,10 @@ class LexicalView:
         self.epoch = _EPOCH[0]
         n = len(texts)
         self.n = n
-        # C-level loops over the texts: a 2,000-text pool is 2,000 cache hits and two byte joins
-        short = not n or max(map(len, texts)) <= _CACHE_CHARS
-        raw = list(map(_encoded_raw if short else _raw_of, texts))
-        id_list, count_list = zip(*raw, strict=True) if n else ((), ())
-        lens = np.fromiter(map(len, count_list), dtype=np.int64, count=n) // 4  # float32 counts
+        # C-level loops over the texts: a 2,000-text pool is 2,000 cache hits and one byte join
+        id_list, heading = _pool_terms(texts)
+        lens = np.fromiter(map(len, id_list), dtype=np.int64, count=n) // 8  # int64 ids
         gids = np.frombuffer(b"".join(id_list), dtype=np.int64)
-        counts = np.frombuffer(b"".join(count_list), dtype=np.float32)
         vocab = len(_VOCAB)
         if vocab <= max(1 << 16, 16 * len(gids)):
             # the process vocabulary is small enough to index directly: no sort needed
@@ -196,13 +238,25 @@ class LexicalView:
         self.head_grid[offsets, self.head_rows] = self.head_cols
         idf_pad = np.concatenate([self.idf, np.ones(1, np.float32)])
         self.head_base = (idf_pad[self.head_grid] - 1.0).astype(np.float32)  # 0 on the padding
-        self._counts = counts
+        self._texts = tuple(texts)  # their term counts are joined only if the TF-IDF weights are asked for
         # texts that open with a heading line (a title, then the body): there the first terms name the subject
-        self.titled = np.fromiter((_titled(t) for t in texts), dtype=bool, count=n)
+        heading_terms = np.fromiter(heading, dtype=np.int64, count=n)
+        self.titled = heading_terms >= 0
+        self._heading_terms = np.maximum(heading_terms, 0)  # read by the first ``named_by``
         self._data: npt.NDArray[np.float32] | None = None
         self._titles: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32],
                             npt.NDArray[np.float64]] | None = None
-        self._texts = texts if self.titled.any() else None  # read once, by the first ``named_by``
+
+    @cached_property
+    def indptr_list(self) -> list[int]:
+        """``indptr`` as Python ints: a selection slices one text's terms per pick, cheaper from a list."""
+        return cast(list[int], self.indptr.tolist())
+
+    @cached_property
+    def titled_weight(self) -> npt.NDArray[np.float32]:
+        """0.999 for a titled text, 0 otherwise: the largest share of a titled text's overlap penalty a
+        link waives (below 1, so that an unavailable candidate's +inf penalty stays +inf)."""
+        return (0.999 * self.titled).astype(np.float32)
 
     @property
     def rows(self) -> npt.NDArray[np.int64]:
@@ -214,7 +268,8 @@ class LexicalView:
         """TF-IDF weights of the entries, L2-normalised per text (built on first use: the
         default "recall" signal needs only which terms each text holds)."""
         if self._data is None:
-            vals = (1.0 + np.log(np.maximum(self._counts, 1.0))) * self.idf[self.indices]
+            counts = np.frombuffer(b"".join(_raw_of(t)[1] for t in self._texts), dtype=np.float32)
+            vals = (1.0 + np.log(np.maximum(counts, 1.0))) * self.idf[self.indices]
             rows = self.rows
             norms = np.sqrt(np.bincount(rows, weights=vals * vals, minlength=self.n))
             norms[norms == 0] = 1.0
@@ -303,9 +358,7 @@ class LexicalView:
         word every text shares counts for nothing.
         """
         if self._titles is None:
-            lens = (np.fromiter(map(_title_terms, self._texts), dtype=np.int64, count=self.n)
-                    if self._texts is not None else np.zeros(self.n, np.int64))
-            lens = np.minimum(lens, np.diff(self.indptr))
+            lens = np.minimum(self._heading_terms, np.diff(self.indptr))
             rows: npt.NDArray[np.int64] = np.repeat(np.arange(self.n, dtype=np.int64), lens)
             offsets = np.arange(len(rows)) - np.repeat(np.cumsum(lens) - lens, lens)
             cols: npt.NDArray[np.int64] = self.indices[self.indptr[rows] + offsets]
@@ -313,7 +366,6 @@ class LexicalView:
             total: npt.NDArray[np.float64] = np.bincount(rows, weights=w, minlength=self.n).astype(np.float64)
             total[total == 0] = 1.0
             self._titles = (rows, cols, w, total)
-            self._texts = None
         rows, cols, w, total = self._titles
         if not len(rows):
             return np.zeros(self.n, np.float32)

@@ -583,10 +583,13 @@ class _Lexical:
         self.named: list[float] = self.hop_gain.tolist()  # read by ``sources`` (the answer's why)
         # 1 - link for a titled candidate (its subject is its heading), 1 otherwise; floored above 0 so that
         # the +inf penalty of an unavailable candidate stays +inf
-        self._titled = (0.999 * self.view.titled).astype(np.float32)
+        self._titled = self.view.titled_weight
         self.unlinked: F32 | None = (np.subtract(1.0, self.hop_gain * self._titled)
                                      if self.head is not None and p.linked_not_redundant else None)
         self.links = np.empty((min(n, 32), n), np.float32)  # row r: the links of the r-th pick
+        # what ``join`` reads on every pick, bound once
+        self._indices, self._indptr, self._grid = self.view.indices, self.view.indptr_list, self.view.head_grid
+        self._lexbuf = np.empty(n, np.float32)
         self.k = 0  # picks joined
         for text in pool.context_texts:
             self._mark(self.view.query(text)[0])
@@ -608,26 +611,39 @@ class _Lexical:
         return cast(F32, self.lexm @ self.weights)
 
     def join(self, i: int) -> None:
-        """Pick ``i`` joins the context: its goal terms count less, its links count, ``rel`` follows."""
-        hop, p = self.hop_gain, self.params
-        if self.covers_any is not None and self.covers_any[i]:
+        """Pick ``i`` joins the context: its goal terms count less, its links count, ``rel`` follows.
+
+        Called once per pick: the arrays it reads are bound at construction, and the link is
+        ``LexicalView.grid_links`` written out in place (the same float32 operations).
+        """
+        covers = self.covers
+        if covers is not None and self.covers_any is not None and self.covers_any[i]:
             # goal terms the pick holds lose weight (a greedy set cover)
-            assert self.covers is not None
-            self.weights *= self.covers[i]
-            np.add(self._dense, self.lexm @ self.weights, out=self._base)
-        if self.head is not None:
-            if self.k == len(self.links):
+            weights = self.weights
+            weights *= covers[i]
+            np.add(self._dense, np.matmul(self.lexm, weights, out=self._lexbuf), out=self._base)
+        head = self.head
+        if head is not None:
+            k = self.k
+            if k == len(self.links):
                 self.links = np.concatenate([self.links, np.empty_like(self.links)])
-            terms = self.view.row_terms(i)
-            self._present[terms] = 1.0
-            link = self.view.grid_links(self.head, self._present, i, self.links[self.k])
-            self._present[terms] = 0.0
+            terms = self._indices[self._indptr[i] : self._indptr[i + 1]]
+            present = self._present
+            present[terms] = 1.0
+            held = present[self._grid]  # [head_terms, n]: which of each text's head terms the pick holds
+            held *= head
+            link = self.links[k]
+            np.add.reduce(held, axis=0, out=link)
+            link[i] = 0.0
+            present[terms] = 0.0
+            hop, rel = self.hop_gain, self.rel
             np.maximum(hop, link, out=hop)
-            np.multiply(p.hop_weight, hop, out=self.rel)  # (dense + lexical) + weight x link
-            np.add(self._base, self.rel, out=self.rel)
-            if self.unlinked is not None:
-                np.multiply(hop, self._titled, out=self.unlinked)
-                np.subtract(1.0, self.unlinked, out=self.unlinked)
+            np.multiply(self.params.hop_weight, hop, out=rel)  # (dense + lexical) + weight x link
+            np.add(self._base, rel, out=rel)
+            unlinked = self.unlinked
+            if unlinked is not None:
+                np.multiply(hop, self._titled, out=unlinked)
+                np.subtract(1.0, unlinked, out=unlinked)
         self.k += 1
 
     def peek(self, firsts: npt.NDArray[np.int64]) -> tuple[F32, F32 | None]:
