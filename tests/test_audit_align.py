@@ -12,6 +12,7 @@ from mcp import Client
 
 from bosun.core.audit.align import (
     TokenEncoder,
+    WordStates,
     aligned_coverage,
     encoder_from_embedder,
     one_pass_words,
@@ -143,6 +144,10 @@ def test_one_product_for_all_claims_equals_one_claim_at_a_time(encoder: TokenEnc
         want = soft_recall(claim, [sents[s] for s in cs])
         assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-4 for k in want)
     assert soft_recall_many(claims[:1], [[1]], sents) == [dict.fromkeys(claims[0].tokens, 0.0)]
+    again = soft_recall_many(claims, cands, sents)  # the same texts again: kept by their digests
+    assert all(a is b for a, b in zip(again, many, strict=True))
+    anonymous = [WordStates(c.tokens, c.vecs) for c in claims]  # no digest: computed, not kept
+    assert soft_recall_many(anonymous, cands, sents)[0] is not soft_recall_many(anonymous, cands, sents)[0]
 
 
 def test_encoder_found_inside_the_embedder_wrappers() -> None:

@@ -42,6 +42,7 @@ class WordStates:
     tokens: tuple[str, ...]
     vecs: np.ndarray  # float32 [len(tokens), dim], L2-normalised
     pooled: np.ndarray | None = None
+    key: str = ""  # digest of the text (the encoder's cache key); "" when unknown
 
 
 StatesFn = Callable[[list[str]], list[TokenStates]]
@@ -62,8 +63,9 @@ class TokenEncoder:
         with self._cache_lock:
             self._cache.clear()
 
-    def encode(self, texts: Sequence[str]) -> list[WordStates]:
-        """Word states of each text, from the cache or one batched model run for all the new ones."""
+    def encode(self, texts: Sequence[str], fresh: list[int] | None = None) -> list[WordStates]:
+        """Word states of each text, from the cache or one batched model run for all the new ones (whose
+        positions are appended to ``fresh``: only their sentence vectors need seeding)."""
         keys = [_digest(t[:MAX_CHARS]) for t in texts]
         out: dict[str, WordStates] = {}
         with self._cache_lock:
@@ -79,11 +81,13 @@ class TokenEncoder:
             self.runs += len(cut)
             with self._cache_lock:
                 for k, text, full, ts in zip(todo, cut, todo.values(), runs, strict=True):
-                    ws = _word_states(text, ts.encoding, ts.states, ts.pooled if text == full else None)
+                    ws = _word_states(text, ts.encoding, ts.states, ts.pooled if text == full else None, k)
                     out[k] = ws
                     self._cache[k] = ws
                 while len(self._cache) > CACHE_MAX:
                     self._cache.popitem(last=False)
+        if fresh is not None and todo:
+            fresh.extend(i for i, k in enumerate(keys) if k in todo)
         return [out[k] for k in keys]
 
 
@@ -113,14 +117,16 @@ def one_pass_words(encoder: TokenEncoder, cache: _PooledCache) -> Callable[[Sequ
     what ``audit(..., embed=cache.embed, words=...)`` needs to run the model once per new text. For
     synchronous callers (the CLI, benchmarks); the daemon seeds on its event loop (services/audit.py)."""
     def words(texts: Sequence[str]) -> list[WordStates]:
-        states = encoder.encode(texts)
-        seed_pooled(cache, texts, states)
+        fresh: list[int] = []
+        states = encoder.encode(texts, fresh)
+        if fresh:
+            seed_pooled(cache, [texts[i] for i in fresh], [states[i] for i in fresh])
         return states
 
     return words
 
 
-def _word_states(text: str, enc: Any, states: np.ndarray, pooled: np.ndarray | None) -> WordStates:
+def _word_states(text: str, enc: Any, states: np.ndarray, pooled: np.ndarray | None, key: str = "") -> WordStates:
     """Mean of each word's word-piece states, kept for words that are content tokens."""
     groups: dict[int, list[int]] = {}
     for pos, (wid, mask) in enumerate(zip(enc.word_ids, enc.attention_mask, strict=False)):
@@ -140,7 +146,7 @@ def _word_states(text: str, enc: Any, states: np.ndarray, pooled: np.ndarray | N
             tokens.append(toks[0])
             rows.append(vec / norm)
     vecs = np.array(rows, dtype=np.float32) if rows else np.zeros((0, states.shape[-1]), dtype=np.float32)
-    return WordStates(tuple(tokens), vecs, pooled)
+    return WordStates(tuple(tokens), vecs, pooled, key)
 
 
 def _digest(text: str) -> str:
@@ -162,15 +168,41 @@ def soft_recall(claim: WordStates, evidence: Sequence[WordStates]) -> dict[str, 
     return out
 
 
+RECALL_CACHE_MAX = 4096  # claims whose best cosines are kept, keyed by the claim's and its candidates' digests
+_recalls: OrderedDict[tuple[str, ...], dict[str, float]] = OrderedDict()
+_recalls_lock = threading.Lock()
+
+
 def soft_recall_many(claims: Sequence[WordStates], candidates: Sequence[Sequence[int]],
                      sentences: dict[int, WordStates]) -> list[dict[str, float]]:
     """``soft_recall`` of every claim of a call against its own candidates: one small product per claim
-    (its ~15 words x its candidates' ~300 words). One product of all the claims' words with every
+    (its ~15 words x its candidates' ~300 words), kept by the texts' digests, so auditing the same claim
+    against the same evidence again costs a lookup. One product of all the claims' words with every
     candidate of the call did 10x the arithmetic (each claim against the others' candidates too) and was
     big enough for BLAS to start threads, which on a loaded 2-core machine made a warm audit 2-3x slower."""
-    with one_blas_thread():
-        return [soft_recall(claim, [sentences[s] for s in cands if s in sentences])
-                for claim, cands in zip(claims, candidates, strict=True)]
+    out: list[dict[str, float]] = []
+    todo: list[tuple[int, tuple[str, ...] | None, list[WordStates]]] = []
+    with _recalls_lock:
+        for claim, cands in zip(claims, candidates, strict=True):
+            evidence = [sentences[s] for s in cands if s in sentences]
+            key = (claim.key, *(e.key for e in evidence)) if claim.key and all(e.key for e in evidence) else None
+            hit = _recalls.get(key) if key is not None else None
+            if hit is not None:
+                _recalls.move_to_end(key)  # type: ignore[arg-type]
+            else:
+                todo.append((len(out), key, evidence))
+            out.append(hit if hit is not None else {})
+    if todo:
+        with one_blas_thread():
+            fresh = [(i, key, soft_recall(claims[i], evidence)) for i, key, evidence in todo]
+        with _recalls_lock:
+            for i, key, best in fresh:
+                out[i] = best
+                if key is not None:
+                    _recalls[key] = best
+            while len(_recalls) > RECALL_CACHE_MAX:
+                _recalls.popitem(last=False)
+    return out
 
 
 _BLAS: Any = None

@@ -79,9 +79,10 @@ class AuditService:
             self._encoder = encoder_from_embedder(embedder) or False
         if self._encoder is False or not texts:
             return None if self._encoder is False else []
-        words = await asyncio.to_thread(self._encoder.encode, texts)
-        if isinstance(embedder, CachingEmbedder):
-            seed_pooled(embedder, texts, words)
+        fresh: list[int] = []
+        words = await asyncio.to_thread(self._encoder.encode, texts, fresh)
+        if fresh and isinstance(embedder, CachingEmbedder):  # here, on the event loop, as engine.embed fills it
+            seed_pooled(embedder, [texts[i] for i in fresh], [words[i] for i in fresh])
         return words
 
     async def _reporting(self, work: Awaitable[T], what: str, progress: Progress | None) -> T:
