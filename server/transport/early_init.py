@@ -15,10 +15,10 @@ version, so it can be sent early, as long as it is the SDK's answer, byte for by
   is an ``initialize`` whose version slot has an entry, it writes that line with the request's id
   at once (on its own copy of fd 1), then hands the line to the SDK unchanged.
 * **Checked.** The SDK still receives and handles that ``initialize`` (its session state is exactly
-  as before); ``AnswerOnce`` drops its answer instead of writing a second one, after comparing it
+  as before); ``stdio.answered_once_stdout`` drops its answer instead of writing a second one, after comparing it
   with the early line: a difference is logged and the entry replaced, so it cannot happen twice.
 
-Only stdlib modules are imported here; ``AnswerOnce`` (the SDK side) is used after the SDK loaded.
+Only stdlib modules are imported here; ``settle`` is called from the SDK side (server/transport/stdio.py).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ child process cannot read the host's messages.
 
 Under ``bosun stdio --standalone`` the first line was already read (and ``initialize`` perhaps answered
 with the SDK's recorded answer) by ``early_init`` while the process imported: the SDK gets that line
-first, unchanged, and ``AnswerOnce`` keeps its own answer to it from being written twice.
+first, unchanged, and ``answered_once_stdout`` keeps its own answer to it from being written twice.
 """
 
 from __future__ import annotations
@@ -32,9 +32,6 @@ from typing import Any
 from mcp import MCPError
 from mcp.server import MCPServer
 from mcp.server.context import CallNext, ServerRequestContext
-from mcp.server.stdio import stdio_server
-from mcp.shared.message import SessionMessage
-from mcp.types import JSONRPCError, JSONRPCResponse
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from bosun.server.transport import early_init
@@ -138,49 +135,80 @@ async def refuse_marked(ctx: ServerRequestContext[Any, Any], call_next: CallNext
     return await call_next(ctx)
 
 
-class AnswerOnce:
-    """The SDK's write stream, with its answer to an ``initialize`` already answered early left unwritten
-    (after ``EarlyInit.settle`` compared it with the early line, and recorded it for the next start)."""
+class _AnswerOnceWriter(io.RawIOBase):
+    """The wire (a copy of fd 1) for the SDK's stdio writer, minus its answer to an ``initialize`` that
+    ``early_init`` already answered: each line is passed on whole, and the first answer to that request's id
+    goes to ``EarlyInit.settle`` (compared with the early line, recorded for the next start) instead."""
 
-    def __init__(self, stream: Any, early: early_init.EarlyInit) -> None:
-        self.stream = stream
+    def __init__(self, fd: int, early: early_init.EarlyInit) -> None:
+        super().__init__()
+        self.fd = fd
         self.early = early
+        self.partial = b""
         self.settled = False
 
-    async def send(self, item: SessionMessage) -> None:
-        message = item.message
-        if not self.settled and isinstance(message, JSONRPCResponse | JSONRPCError) and \
-                self.early.request_id is not None and message.id == self.early.request_id and \
-                type(message.id) is type(self.early.request_id):
-            self.settled = True
-            line = message.model_dump_json(by_alias=True, exclude_unset=True)  # as the SDK's stdio writer
-            if self.early.settle(line, isinstance(message, JSONRPCResponse), HANDSHAKE_PROTOCOL_VERSIONS):
-                return
-        await self.stream.send(item)
+    def writable(self) -> bool:
+        return True
 
-    async def aclose(self) -> None:
-        await self.stream.aclose()
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        if self.settled:
+            self._out(chunk)
+            return len(chunk)
+        self.partial += chunk
+        while not self.settled and b"\n" in self.partial:
+            line, _, self.partial = self.partial.partition(b"\n")
+            if not self._drop(line):
+                self._out(line + b"\n")
+        if self.settled and self.partial:
+            self.partial, rest = b"", self.partial
+            self._out(rest)
+        return len(chunk)
 
-    async def __aenter__(self) -> AnswerOnce:
-        await self.stream.__aenter__()
-        return self
+    def _drop(self, line: bytes) -> bool:
+        request_id = self.early.request_id
+        if request_id is None:
+            return False
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return False
+        if not isinstance(message, dict) or "method" in message or message.get("id") != request_id or \
+                type(message.get("id")) is not type(request_id):
+            return False
+        self.settled = True
+        return self.early.settle(line.decode(), "result" in message, HANDSHAKE_PROTOCOL_VERSIONS)
 
-    async def __aexit__(self, *exc: Any) -> Any:
-        return await self.stream.__aexit__(*exc)
+    def _out(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self.fd, view):]
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.stream, name)
+
+@contextlib.contextmanager
+def answered_once_stdout(early: early_init.EarlyInit) -> Iterator[None]:
+    """``sys.stdout`` writes to the wire through ``_AnswerOnceWriter``; fd 1 points at stderr meanwhile, as
+    the SDK's own claim of fd 1 does (it serves a stream that is not fd 1 in place: this one)."""
+    private = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+    os.dup2(2, 1)
+    saved = sys.stdout
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(_AnswerOnceWriter(private, early)), encoding="utf-8")
+    try:
+        yield
+    finally:
+        try:
+            sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
+        sys.stdout = saved
+        os.dup2(private, 1)
+        os.close(private)
 
 
 async def run_stdio(mcp: MCPServer[Any]) -> None:
     """``mcp.run_stdio_async()`` over the guarded stdin; returns when the host closes stdin.
 
-    Under ``early_init`` it is that method's body with the write stream wrapped in ``AnswerOnce``."""
+    Under ``early_init`` its stdout is ``answered_once_stdout``: the early answer is not written twice."""
     early = early_init.active()
-    with guarded_stdin(early):
-        if early is None:
-            await mcp.run_stdio_async()
-            return
-        server = mcp._lowlevel_server
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, AnswerOnce(write_stream, early), server.create_initialization_options())
+    with guarded_stdin(early), answered_once_stdout(early) if early is not None else contextlib.nullcontext():
+        await mcp.run_stdio_async()
