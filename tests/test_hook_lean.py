@@ -117,7 +117,9 @@ def fake_daemon(tmp_path: Path) -> Iterator[Path]:
 
 def _lean_hook(home: Path, harness: str, stdin: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("BOSUN_")}
-    env.update(BOSUN_HOME=str(home), BOSUN_TELEMETRY_PATH=str(tmp_path / "ev.jsonl"), BOSUN_HOOK_START="0")
+    env.update(BOSUN_HOME=str(home), BOSUN_TELEMETRY_PATH=str(tmp_path / "ev.jsonl"), BOSUN_HOOK_START="0",
+               HOME=str(tmp_path))
+    env.pop("CLAUDE_PROJECT_DIR", None)
     return subprocess.run([sys.executable, "-S", "-P", "-X", "importtime", str(SCRIPT), harness], input=stdin,
                           capture_output=True, text=True, env=env, timeout=60, check=False)
 
@@ -151,10 +153,13 @@ def test_lean_hook_stays_silent_on_abstention_bad_input_and_no_daemon(fake_daemo
 
 
 def test_lean_pretool_rewrites_as_the_console_script_does(tmp_path: Path) -> None:
-    event = json.dumps({"tool_name": "Bash", "session_id": "s1", "tool_input": {"command": "pytest -q tests"}})
+    event = json.dumps({"tool_name": "Bash", "session_id": "s1", "permission_mode": "bypassPermissions",
+                        "cwd": str(tmp_path), "tool_input": {"command": "pytest -q tests"}})
     lean = _lean_hook(tmp_path, "claude-code-pretool", event, tmp_path)
+    env = {**os.environ, "HOME": str(tmp_path)}  # no settings file of this machine's decides the answer
+    env.pop("CLAUDE_PROJECT_DIR", None)
     full = subprocess.run([sys.executable, "-m", "bosun.server.commands.hook", "claude-code-pretool"], input=event,
-                          capture_output=True, text=True, timeout=60, check=False)
+                          capture_output=True, text=True, timeout=60, check=False, env=env)
     assert lean.returncode == 0 and json.loads(lean.stdout) == json.loads(full.stdout)
     assert "_run_script.py" in json.loads(lean.stdout)["hookSpecificOutput"]["updatedInput"]["command"]
 

@@ -6,15 +6,25 @@ import json
 import shlex
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from bosun.server.commands import pretool
 from bosun.server.commands.pretool import decide, leave_alone
 
 
-def _event(command: str, **tool_input: object) -> dict[str, object]:
-    return {"session_id": "abc123", "hook_event_name": "PreToolUse", "tool_name": "Bash",
-            "tool_input": {"command": command, "description": "d", **tool_input}}
+@pytest.fixture(autouse=True)
+def _settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Permission rules come from a settings file of the test's own, never from this machine's."""
+    path = tmp_path / "settings.json"
+    monkeypatch.setattr(pretool, "settings_files", lambda _cwd: [str(path)])
+    return path
+
+
+def _event(command: str, mode: str = "bypassPermissions", **tool_input: object) -> dict[str, object]:
+    return {"session_id": "abc123", "hook_event_name": "PreToolUse", "tool_name": "Bash", "permission_mode": mode,
+            "cwd": "/nonexistent", "tool_input": {"command": command, "description": "d", **tool_input}}
 
 
 def test_a_bash_call_is_rewritten_to_run_through_bosun_and_keeps_its_other_fields() -> None:
@@ -106,8 +116,38 @@ def test_other_tools_and_background_calls_are_left_alone() -> None:
 
 
 def test_the_permission_decision_is_only_given_when_asked() -> None:
-    out = decide(_event("pytest -q"), permission="ask")
+    out = decide(_event("pytest -q", mode="default"), permission="ask")
     assert out is not None and out["hookSpecificOutput"]["permissionDecision"] == "ask"
+
+
+def _rules(path: Path, **perms: list[str]) -> None:
+    path.write_text(json.dumps({"permissions": perms}))
+
+
+def test_outside_bypass_mode_only_an_allowed_command_is_rewritten_and_it_says_allow(_settings: Path) -> None:
+    """Claude Code checks its rules on the rewritten command: the hook must not turn a silent call into a prompt."""
+    _rules(_settings, allow=["Bash(pytest:*)", "Bash(git log --oneline)"])
+    out = decide(_event("pytest -q tests", mode="default"))
+    assert out is not None and out["hookSpecificOutput"]["permissionDecision"] == "allow"
+    assert decide(_event("git log --oneline", mode="default")) is not None
+    assert decide(_event("git log --oneline -5", mode="default")) is None  # exact rule: not this one
+    assert decide(_event("pytest -q && rm -rf build", mode="default")) is None  # a second command is not covered
+    assert decide(_event("pytesting -q", mode="default")) is None  # a prefix rule matches whole words
+    assert decide(_event("make test", mode="default")) is None  # would prompt: left for Claude Code
+
+
+def test_a_deny_or_ask_rule_keeps_the_original_even_in_bypass_mode_or_when_forced(_settings: Path) -> None:
+    _rules(_settings, allow=["Bash"], deny=["Bash(rm:*)"], ask=["Bash(git push:*)"])
+    assert decide(_event("rm -rf build/cache")) is None
+    assert decide(_event("make clean && rm -rf build")) is None
+    assert decide(_event("git push origin main", mode="default"), permission="allow") is None
+    out = decide(_event("make test", mode="default"))
+    assert out is not None and out["hookSpecificOutput"]["permissionDecision"] == "allow"  # a whole-tool allow
+
+
+def test_an_unreadable_settings_file_leaves_every_command_alone(_settings: Path) -> None:
+    _settings.write_text("{not json")
+    assert decide(_event("pytest -q tests")) is None
 
 
 @pytest.mark.parametrize("stdin", ["not json", "[1, 2]", '{"tool_name": "Bash"}', ""])
@@ -117,9 +157,13 @@ def test_the_hook_never_blocks_on_bad_input(stdin: str) -> None:
     assert proc.returncode == 0 and proc.stdout == ""
 
 
-def test_the_hook_process_prints_the_rewrite() -> None:
+def test_the_hook_process_prints_the_rewrite(tmp_path: Path) -> None:
+    import os
+
+    env = {**os.environ, "HOME": str(tmp_path)}
+    env.pop("CLAUDE_PROJECT_DIR", None)
     proc = subprocess.run([sys.executable, "-m", "bosun.server.commands.hook", "claude-code-pretool"],
                           input=json.dumps(_event("pytest -q tests")), capture_output=True, text=True, timeout=60,
-                          check=False)
+                          check=False, env=env)
     assert proc.returncode == 0
     assert "/server/commands/_run_script.py" in json.loads(proc.stdout)["hookSpecificOutput"]["updatedInput"]["command"]

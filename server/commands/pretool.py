@@ -14,9 +14,19 @@ runs as it was):
 - interactive commands (editors, pagers, REPLs, ``ssh``, ``top``, ``tail -f``, ``git add -p``...);
 - commands that already go through bosun; very short commands (their output is small).
 
+Permissions (Claude Code 2.1.197's contract, read in its bundled code): ``updatedInput`` alone is
+applied, and Claude Code then runs its permission check on the *rewritten* command, so a rule
+written for the original (``Bash(npm test:*)`` allow, ``Bash(rm:*)`` deny) no longer matches it.
+The hook therefore never changes whether a call prompts or is refused: a command that a Bash
+``deny`` or ``ask`` rule in the settings files may cover is left alone; in ``bypassPermissions``
+mode the rest is rewritten with no decision (nothing prompts there); otherwise only a command an
+``allow`` rule covers is rewritten, with ``permissionDecision: "allow"`` (Claude Code would have run
+it unasked), and anything else is left alone for Claude Code to check as written.
+``--permission ask|allow`` rewrites every eligible command with that decision instead.
+
 It never blocks: any failure (bad JSON, an unexpected shape, anything raised) exits 0 with no
 output, and the original command runs unchanged. Stdlib only, no daemon call: it decides from
-the command text alone in a few milliseconds.
+the command text and the settings files in a few milliseconds.
 """
 
 from __future__ import annotations
@@ -134,6 +144,82 @@ def runner() -> list[str]:
     return [sys.executable, "-S", "-P", os.path.join(os.path.dirname(os.path.abspath(__file__)), "_run_script.py")]
 
 
+def settings_files(cwd: str | None) -> list[str]:
+    """The settings files whose permission rules Claude Code applies to a call: managed, user, project, local."""
+    import os
+
+    files = ["/etc/claude-code/managed-settings.json", os.path.expanduser("~/.claude/settings.json")]
+    for root in dict.fromkeys(r for r in (os.environ.get("CLAUDE_PROJECT_DIR"), cwd) if r):
+        files += [os.path.join(root, ".claude", "settings.json"), os.path.join(root, ".claude", "settings.local.json")]
+    return files
+
+
+def bash_rules(files: list[str]) -> dict[str, list[str]]:
+    """The Bash rule contents under ``permissions.allow/deny/ask`` ("*" for a whole-tool ``Bash`` rule).
+
+    A file that cannot be read or parsed counts as a deny of everything: the hook then leaves every
+    command for Claude Code to check as written, which is never less safe than rewriting it."""
+    rules: dict[str, list[str]] = {"allow": [], "deny": [], "ask": []}
+    for path in files:
+        try:
+            with open(path, encoding="utf-8") as fh:
+                settings = json.load(fh)
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):
+            rules["deny"].append("*")
+            continue
+        perms = settings.get("permissions") if isinstance(settings, dict) else None
+        if not isinstance(perms, dict):
+            continue
+        for kind, found_rules in rules.items():
+            listed = perms.get(kind)
+            for rule in listed if isinstance(listed, list) else []:
+                found = re.fullmatch(r"\s*Bash\s*(?:\((.*)\))?\s*", str(rule), re.S)
+                if found:
+                    found_rules.append(found.group(1) if found.group(1) else "*")
+    return rules
+
+
+def may_cover(rule: str, command: str) -> bool:
+    """Whether a deny/ask rule could apply to ``command`` (over-matching is the safe side): any literal piece
+    of it appears in the command text."""
+    pieces = [p.strip() for p in re.split(r":?\*", rule) if p.strip()]
+    return not pieces or any(p in command for p in pieces)
+
+
+def allows(rule: str, command: str) -> bool:
+    """Whether an allow rule certainly covers ``command`` (under-matching is the safe side): one simple command
+    (no separators, pipes or substitutions), matched as Claude Code matches it: ``prefix:*`` by its words,
+    ``*`` as any text, otherwise exactly."""
+    text = command.strip()
+    if re.search(r"[;&|\n`]|\$\(|<\(|>\(", text):
+        return False
+    if rule == "*":
+        return True
+    if rule.endswith(":*"):
+        prefix = rule[:-2].strip()
+        return bool(prefix) and (text == prefix or text.startswith(prefix + " "))
+    if "*" in rule:
+        return re.fullmatch(".*".join(re.escape(p) for p in rule.split("*")), text, re.S) is not None
+    return text == rule.strip()
+
+
+def permission_for(event: dict[str, Any], command: str, forced: str | None) -> tuple[bool, str | None]:
+    """(rewrite?, the permission decision to send) so that rewriting never changes whether a call prompts."""
+    cwd = event.get("cwd")
+    rules = bash_rules(settings_files(cwd if isinstance(cwd, str) else None))
+    if any(may_cover(r, command) for r in rules["deny"] + rules["ask"]):
+        return False, None  # Claude Code must see the original to apply these
+    if forced:
+        return True, forced
+    if event.get("permission_mode") == "bypassPermissions":
+        return True, None
+    if any(allows(r, command) for r in rules["allow"]):
+        return True, "allow"
+    return False, None  # it would prompt (or be auto-approved by Claude Code's own judgement): leave it be
+
+
 def decide(event: Any, permission: str | None = None) -> dict[str, Any] | None:
     """The hook's answer for one PreToolUse event; None to leave the call unchanged."""
     if not isinstance(event, dict) or event.get("tool_name") != "Bash":
@@ -144,11 +230,14 @@ def decide(event: Any, permission: str | None = None) -> dict[str, Any] | None:
     command = tool_input.get("command")
     if not isinstance(command, str) or leave_alone(command) is not None:
         return None
+    rewrite_it, decision = permission_for(event, command, permission)
+    if not rewrite_it:
+        return None
     session = event.get("session_id")
     new = rewrite(command, session if isinstance(session, str) and session else None, runner())
     out: dict[str, Any] = {"hookEventName": "PreToolUse", "updatedInput": {**tool_input, "command": new}}
-    if permission:
-        out["permissionDecision"] = permission
+    if decision:
+        out["permissionDecision"] = decision
         out["permissionDecisionReason"] = "bosun run keeps a large output out of the context"
     return {"hookSpecificOutput": out}
 
