@@ -15,6 +15,7 @@ looks random (length and Shannon entropy), so code such as
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import re
 from collections import Counter
@@ -46,6 +47,9 @@ class Rule:
     quick_regex: bool = False  # needles share a literal prefix: one regex search beats several byte scans
     hit_filter: Callable[[bytes, int], object] | None = None  # cheap case-insensitive byte check after a literal hit (truthy: keep)
     requires: re.Pattern[str] | None = None  # a cheap regex that finds a part of every match (window precheck)
+    # every match has, right after the anchor, at most 24 name bytes, an optional quote, white space and
+    # :=, = or : (``assignment_may_follow``: one vectorised check of all occurrences before ``hit_filter``)
+    assignment: bool = False
 
     @functools.cached_property
     def prefilter(self) -> re.Pattern[bytes]:
@@ -196,6 +200,44 @@ _AWS_SECRET_TAIL = re.compile(
     rb"_?(?:access_?)?key[\"']?" + _WS + rb"[:=]" + _WS + rb"[\"']?[A-Za-z0-9/+=]{40}", re.IGNORECASE)
 
 
+# byte classes of ``assignment_may_follow`` (index 256: past the end of the data)
+_OTHER, _NAME, _QUOTE, _SPACE, _OP = 0, 1, 2, 3, 4
+_CLASS = np.zeros(257, dtype=np.uint8)
+_CLASS[list(b"_.-0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")] = _NAME
+_CLASS[list(b"\"'")] = _QUOTE
+_CLASS[[0x20, 0x09, 0x0D, 0x0C, 0x0B, *range(0x1C, 0x20), *range(0x80, 0x100)]] = _SPACE  # what _WS matches
+_CLASS[list(b":=")] = _OP
+_NAME_MAX = 24  # name bytes after the anchor (the password tails' bound; the assignment's is 12)
+_TAIL_SPAN = 48  # bytes looked at after each anchor; white space running past it passes (unsure)
+
+
+def assignment_may_follow(data: bytes, ends: list[int]) -> np.ndarray:
+    """For each of ``ends`` (anchor ends): whether ``[_.\\-0-9a-z]{0,24}+["']?<white space>(?::=|=|:)`` may
+    match there (case-insensitive), checked for all at once (booleans). A superset of where the password
+    and assignment tails (``_PASSWORD_QUOTED_TAIL``, ``_PASSWORD_BARE_TAIL``, ``_ASSIGN_TAIL``) match,
+    each of which starts so; most ``passw``/``key`` occurrences in code (``self.password)``,
+    ``cache_key(x)``) fail it, so their per-occurrence regex calls are skipped."""
+    if not ends:
+        return np.zeros(0, dtype=bool)
+    at = np.array(ends, dtype=np.int64)
+    if at.max() + _TAIL_SPAN <= len(data):  # the usual case: every span lies inside the data
+        spans = np.ndarray((len(data) - _TAIL_SPAN + 1, _TAIL_SPAN), dtype=np.uint8, buffer=data, strides=(1, 1))
+        cls = np.take(_CLASS, spans[at])
+    else:
+        idx = at[:, None] + np.arange(_TAIL_SPAN)
+        raw = np.frombuffer(data, dtype=np.uint8)
+        cls = np.take(_CLASS, np.where(idx < len(raw), raw[np.minimum(idx, len(raw) - 1)], 256))
+    rows = np.arange(len(at))
+    is_name = cls == _NAME
+    run = np.argmin(is_name, axis=1)  # the name run's length (0 also when all are name bytes: failed here)
+    ok = (run <= _NAME_MAX) & ~is_name[rows, run]
+    after = run + (cls[rows, run] == _QUOTE)  # past an optional quote
+    rest = (cls != _SPACE) & (np.arange(_TAIL_SPAN) >= after[:, None])  # what follows the white space
+    first = np.argmax(rest, axis=1)
+    ok &= (cls[rows, first] == _OP) | ~rest[rows, first]  # white space to the span's end: unsure, kept
+    return ok
+
+
 def _aws_secret_follows(data: bytes, end: int) -> bool:
     """``aws_secret_access_key = <40 chars>`` around a ``secret`` that ends at ``end``."""
     start = end - 6
@@ -270,14 +312,14 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         "password_quoted",
         _rx(r"(?i)\b(" + _PASSWORD_NAME + r")[\"']?\s*(?::=|=|:)\s*([\"'])((?:(?!\2)[^\n\\]|\\.){4,256}?)\2"),
         ("passw", "passphrase", "_pwd"), group=3, name_group=1, accept=lambda s: _password_value(s, quoted=True),
-        hit_filter=_PASSWORD_QUOTED_TAIL.match,
+        hit_filter=_PASSWORD_QUOTED_TAIL.match, assignment=True,
     ),
     Rule(
         "password_bare",
         _rx(r"(?i)\b(" + _PASSWORD_NAME + r")[\"']?[ \t]*(?::=|=|:)[ \t]*([^\s\"'`,;)}\]\\]{4,256})(?=[\s,;)}\]\\]|$)",
             re.MULTILINE),
         ("passw", "passphrase", "_pwd"), group=2, name_group=1, accept=lambda s: _password_value(s, quoted=False),
-        hit_filter=_PASSWORD_BARE_TAIL.match,
+        hit_filter=_PASSWORD_BARE_TAIL.match, assignment=True,
     ),
     Rule(
         "password_flag",
@@ -298,7 +340,7 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         ("key|token|secret|passw|pwd",), group=2,
         accept=looks_random,
         name_group=1,
-        hit_filter=_ASSIGN_TAIL.match,
+        hit_filter=_ASSIGN_TAIL.match, assignment=True,
         requires=_rx(r"[:=]\s*[\"']?[A-Za-z0-9+/=_\-.~!@#%^*]{16}"),  # the assignment and 16 value chars
     ),
 )
@@ -589,6 +631,7 @@ class Redactor:
         if not data:
             return data, counts, None
         found: dict[bytes, list[int]] | None = None
+        shortlist: dict[bytes, list[int]] = {}  # anchor -> its occurrences an assignment may follow (of ``found``)
         if self.all_anchored:
             found = scan.positions(data)
             if not found or (scan is not self.scan and not any(lit in found for lit in self.scan.literals)):
@@ -604,7 +647,8 @@ class Redactor:
                 if rule.anchors:
                     if found is None:
                         found = scan.positions(data)
-                    hits = self._hits(rule, data, found)
+                        shortlist = {}
+                    hits = self._hits(rule, data, found, shortlist)
                 else:  # a needle regex without a literal prefix: search the lower-cased bytes
                     hits = [m.start() for m in rule.prefilter.finditer(data.lower())]
                 if not hits:
@@ -616,8 +660,11 @@ class Redactor:
         return data, counts, found
 
     @staticmethod
-    def _hits(rule: Rule, data: bytes, found: dict[bytes, list[int]]) -> list[int]:
-        """Positions whose lines the rule's regex must see: anchor occurrences that pass its checks."""
+    def _hits(rule: Rule, data: bytes, found: dict[bytes, list[int]],
+              shortlist: dict[bytes, list[int]] | None = None) -> list[int]:
+        """Positions whose lines the rule's regex must see: anchor occurrences that pass its checks
+        (``shortlist``: the occurrences that pass ``assignment_may_follow``, shared by the rules that
+        need an assignment after the same anchor)."""
         hits: list[int] = []
         if rule.quick_regex or not rule.literals:  # a regex needle: confirm it at each occurrence of its prefix
             match = rule.prefilter_ci.match
@@ -633,10 +680,16 @@ class Redactor:
         keep = rule.hit_filter
         for lit in rule.anchors:
             occ = found.get(lit, ())
+            end = len(lit)
+            if rule.assignment:
+                if shortlist is None:
+                    shortlist = {}
+                if not shortlist:  # the first such rule: every assignment anchor's occurrences at once
+                    _assignment_shortlist(data, found, shortlist)
+                occ = shortlist.get(lit, occ)
             if keep is None:
                 hits.extend(occ)
             else:
-                end = len(lit)
                 hits += [i for i in occ if keep(data, i + end)]
         return hits
 
@@ -648,6 +701,21 @@ class Redactor:
 
     def scrub(self, text: str) -> str:
         return self.redact(text).text
+
+
+_ASSIGNMENT_ANCHORS = tuple(sorted({a for r in DEFAULT_RULES if r.assignment for a in r.anchors}))
+
+
+def _assignment_shortlist(data: bytes, found: dict[bytes, list[int]], shortlist: dict[bytes, list[int]]) -> None:
+    """Fill ``shortlist`` (anchor -> the occurrences an assignment may follow) for every assignment anchor,
+    with one ``assignment_may_follow`` call over all their occurrences (a numpy call has a fixed cost)."""
+    ends = [i + len(lit) for lit in _ASSIGNMENT_ANCHORS for i in found.get(lit, ())]
+    ok = assignment_may_follow(data, ends).tolist()
+    at = 0
+    for lit in _ASSIGNMENT_ANCHORS:
+        occ = found.get(lit, [])
+        shortlist[lit] = list(itertools.compress(occ, ok[at : at + len(occ)]))
+        at += len(occ)
 
 
 def _apply_windows(rule: Rule, data: bytes, hits: list[int]) -> tuple[bytes, int]:

@@ -202,3 +202,35 @@ def test_anchor_scan_shared_pairs_and_literals_at_the_end() -> None:
         for lo, hi in ((0, len(data)), (3, len(data) - 1), (len(data) - SCAN_ABOVE - 9, len(data))):
             expected = {lit: [p + lo for p in _find_all(low[lo:hi], lit)] for lit in lits if lit in low[lo:hi]}
             assert scan.positions(data, lo, hi) == expected, (end, lo, hi)
+
+
+def test_assignment_precheck_keeps_every_place_a_password_or_assignment_tail_matches() -> None:
+    """``assignment_may_follow`` (one numpy check of all anchor ends) never drops an end where one of
+    the tails the password and assignment rules check per occurrence matches (names of 0-30 bytes,
+    quotes, ASCII and non-ASCII white space, each operator, the end of the data)."""
+    import random
+
+    from bosun.core.redact import (
+        _ASSIGN_TAIL,
+        _PASSWORD_BARE_TAIL,
+        _PASSWORD_QUOTED_TAIL,
+        assignment_may_follow,
+    )
+
+    rnd = random.Random(5)
+    pieces = [b"a", b"Z", b"_", b".", b"-", b"7", b"'", b'"', b" ", b"\t", b"\r", b"\x0b", b"\x1c", "\u00a0".encode(),
+              "\u2003".encode(), b":", b"=", b":=", b"\n", b"(", b")", b",", b"abcdefghijklmnopqrstuvw", b"\xff"]
+    kept_some = dropped_some = False
+    for _ in range(3000):
+        data = b"".join(rnd.choice(pieces) for _ in range(rnd.randrange(1, 40)))
+        ends = list(range(len(data) + 1))
+        ok = assignment_may_follow(data, ends).tolist()
+        for end, keep in zip(ends, ok, strict=True):
+            if any(rx.match(data, end) for rx in (_PASSWORD_QUOTED_TAIL, _PASSWORD_BARE_TAIL, _ASSIGN_TAIL)):
+                assert keep, data[end:]
+                kept_some = True
+            dropped_some |= not keep
+    assert kept_some and dropped_some
+    code = b"x = self.password)\ncache_key(x)\npassword = 'hunter2hunter2'\n" * 200
+    ends = [code.find(b"password") + 8, code.find(b"key") + 3, code.find(b"password =") + 8]
+    assert assignment_may_follow(code, ends).tolist() == [False, False, True]
