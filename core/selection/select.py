@@ -314,34 +314,36 @@ class _Run:
             np.multiply(open_, pen, out=pen)
             pen -= dead
         # a candidate a pick names is not redundant with it: its penalty is scaled by ``lex.unlinked``
-        exempt = hybrid and lex is not None and lex.unlinked is not None
+        unlinked = lex.unlinked if hybrid and lex is not None else None
         kill, gone = (pen, np.inf) if hybrid else (dead, neg_inf)  # where a pick or a loss is struck off
         limit = self.n if max_items is None else max_items
-        while True:
-            if len(picked) >= limit:
-                break
-            if exempt:  # rel - unlinked x penalty (+inf x a factor > 0 stays +inf: unavailable)
-                assert lex is not None and lex.unlinked is not None
-                np.multiply(lex.unlinked, pen, out=masked)
-                np.subtract(rel, masked, out=masked)
+        look = hybrid and p.lookahead > 1 and p.iterative and limit > 1
+        iterative = p.iterative
+        # bound once: numpy's call overhead, not arithmetic, is what a 200-candidate pool costs per pick
+        argmax, multiply, subtract, maximum = masked.argmax, np.multiply, np.subtract, np.maximum
+        tokens, left_at, join = self.tokens, self.left_at, (lex.join if lex is not None else None)
+        while len(picked) < limit:
+            if unlinked is not None:  # rel - unlinked x penalty (+inf x a factor > 0 stays +inf: unavailable)
+                multiply(unlinked, pen, out=masked)
+                subtract(rel, masked, out=masked)
             elif hybrid:  # rel - penalty * max(maxsim - threshold, 0), -inf when unavailable
-                np.subtract(rel, pen, out=masked)
+                subtract(rel, pen, out=masked)
             elif strategy == "psi0":  # relpos * (1 - maxsim)
-                np.subtract(1.0, maxsim, out=masked)
-                np.multiply(relpos, masked, out=masked)
+                subtract(1.0, maxsim, out=masked)
+                multiply(relpos, masked, out=masked)
             elif strategy == "mmr":  # weighted_rel - (1 - lambda) * maxsim
-                np.multiply(olam, maxsim, out=masked)
-                np.subtract(weighted_rel, masked, out=masked)
+                multiply(olam, maxsim, out=masked)
+                subtract(weighted_rel, masked, out=masked)
             else:
                 np.copyto(masked, rel)
             if not hybrid:
                 masked += dead
             while True:  # the best that fits; a better one that does not fit is over budget
-                best = int(masked.argmax())
+                best = int(argmax())
                 top = masked[best]
-                if top == neg_inf or tok[best] <= remaining:
+                if tok[best] <= remaining or top == neg_inf:
                     break
-                code[best], self.left_at[best], avail[best], masked[best] = _OVER, remaining, False, neg_inf
+                code[best], left_at[best], avail[best], masked[best] = _OVER, remaining, False, neg_inf
                 kill[best] = gone
             if top == neg_inf:
                 break
@@ -350,27 +352,29 @@ class _Run:
                 # that only overlaps earlier picks is still packed: it may carry the goal's other half)
                 self.exhausted = True
                 break
-            if hybrid and not picked and p.lookahead > 1 and p.iterative and limit > 1:
+            if look and not picked:
                 best = self._look_ahead(masked, pen, remaining)
+                top = masked[best]
             elif tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
                 ties = (masked >= top - NEAR_TIE_EPSILON).nonzero()[0]
                 if len(ties) > 1:
                     if max_tok > remaining:
-                        ties = ties[self.tokens[ties] <= remaining]
+                        ties = ties[tokens[ties] <= remaining]
                     best = int(ties[rel[ties].argmax()])
-            scores.append(float(masked[best]) + 0.0)  # + 0.0: the score is never -0.0
+                    top = masked[best]
+            scores.append(float(top) + 0.0)  # + 0.0: the score is never -0.0
             rels.append(float(rel[best]))
             novs.append(float(max(0.0, 1.0 - maxsim[best])))
             remaining -= int(tok[best])
             avail[best] = False
             kill[best] = gone
             picked.append(best)
-            if not p.iterative:  # one-shot: the scores stay those against the context alone
+            if not iterative:  # one-shot: the scores stay those against the context alone
                 continue
             col = cands @ cands[best]  # one column per pick: no n x n matrix
-            np.maximum(maxsim, col, out=maxsim)
-            if lex is not None:
-                lex.join(best)
+            maximum(maxsim, col, out=maxsim)
+            if join is not None:
+                join(best)
             if dedup:
                 col[best] = -1.0
                 near = col[col.argmax()]
@@ -378,10 +382,10 @@ class _Run:
                     dup = avail & (col >= thr)
                     code[dup], avail[dup], kill[dup] = _REDUNDANT, False, gone  # "redundant with" is found at the end
                 if hybrid and near > othr:  # below the threshold the penalty of ``col`` is 0
-                    np.subtract(col, othr, out=masked)
-                    np.maximum(masked, 0.0, out=masked)
-                    np.multiply(open_, masked, out=masked)
-                    np.maximum(pen, masked, out=pen)
+                    subtract(col, othr, out=masked)
+                    maximum(masked, 0.0, out=masked)
+                    multiply(open_, masked, out=masked)
+                    maximum(pen, masked, out=pen)
         if dedup and rels:
             # more relevant than a pick and close to something chosen or given: its lack of
             # novelty is what kept it out, whatever the budget did afterwards
@@ -399,11 +403,12 @@ class _Run:
             code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
         near, _ = self._nearest(picked, before=True)
         src, gain = lex.sources(picked) if lex is not None and lex.head is not None else ([], [])
-        for rank, (i, j) in enumerate(zip(picked, near.tolist(), strict=True)):
-            link = ((self.name(picked[src[rank]]) if src[rank] >= 0 else None, gain[rank])
-                    if gain and gain[rank] > 0.05 else None)
-            out.selected.append(Pick(i, rels[rank], novs[rank], scores[rank], int(tok[i]),
-                                     self._why(rels[rank], novs[rank], j, link)))
+        name, why, selected = self.name, self._why, out.selected
+        for rank, (i, j, r, nov, score) in enumerate(zip(picked, near.tolist(), rels, novs, scores, strict=True)):
+            link = None
+            if gain and gain[rank] > 0.05:
+                link = (name(picked[src[rank]]) if src[rank] >= 0 else None, gain[rank])
+            selected.append(Pick(i, r, nov, score, int(tok[i]), why(r, nov, j, link)))
         self._explain(out, explain, remaining)
         if not out.selected:
             out.note = self._empty_note(out)
@@ -566,11 +571,11 @@ class _Lexical:
         # per candidate, what picking it does to each goal term's weight: x (1 - coverage)
         # where it holds the term (every stored weight is positive), x 1 elsewhere
         self.covers: F32 | None = None
-        self.covers_any: list[bool] | None = None
+        self.covers_any: npt.NDArray[np.bool_] | None = None
         if p.coverage > 0 and len(self.q_cols):
             hold = self.cols > 0
             self.covers = np.where(hold, np.float32(1.0 - p.coverage), np.float32(1.0))
-            self.covers_any = cast(list[bool], hold.any(axis=1).tolist())
+            self.covers_any = hold.any(axis=1)  # read once per pick: no list of n built per call
         self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
@@ -580,7 +585,7 @@ class _Lexical:
             self._present[self.q_cols] = 1.0
             self.hop_gain = self.view.named_by(self._present)
             self._present[self.q_cols] = 0.0
-        self.named: list[float] = self.hop_gain.tolist()  # read by ``sources`` (the answer's why)
+        self.named: F32 = self.hop_gain.copy()  # the goal's links, read by ``sources`` (the answer's why)
         # 1 - link for a titled candidate (its subject is its heading), 1 otherwise; floored above 0 so that
         # the +inf penalty of an unavailable candidate stays +inf
         self._titled = self.view.titled_weight
@@ -688,7 +693,7 @@ class _Lexical:
         to_picks[np.arange(k)[:, None] >= np.arange(len(picked))] = -np.inf  # only earlier picks
         from_picks = np.maximum(to_picks.max(axis=0, initial=-np.inf), 0.0).tolist()
         src = to_picks.argmax(axis=0).tolist()
-        goal = [self.named[i] for i in picked]
+        goal = self.named[list(picked)].tolist()
         w = self.params.hop_weight
         return ([-1 if g >= h else r for r, g, h in zip(src, goal, from_picks, strict=True)],
                 [max(g, h) * w for g, h in zip(goal, from_picks, strict=True)])
