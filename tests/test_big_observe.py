@@ -107,11 +107,22 @@ async def _in_memory_answer(tmp_path: Path, text: str) -> dict[str, Any]:
         return dict(got.structured_content or {})
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize(("mode", "size"), [("auto", 3 << 20), ("legacy", 3 << 20), ("auto", 5 << 20)])
 async def test_a_huge_observe_takes_the_file_path_and_answers_as_the_normal_path(
-        daemon: tuple[str, Config], worker_runs: list[int], tmp_path: Path, mode: str) -> None:
+        daemon: tuple[str, Config], worker_runs: list[int], tmp_path: Path, mode: str, size: int,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """3 MB: the worker shapes the whole text; 5 MB (over ``outline_window.WINDOWED_ABOVE``): from windows."""
     daemon_url, _ = daemon
-    text = payload(3 << 20)
+    windowed: list[bool] = []
+    counted = observe_module.run_worker
+
+    async def noted(request: dict[str, Any]) -> dict[str, Any]:
+        got = await counted(request)
+        windowed.append(bool(got["windowed"]))
+        return got
+
+    monkeypatch.setattr(observe_module, "run_worker", noted)
+    text = payload(size)
     async with Client(daemon_url, mode=mode) as client:  # type: ignore[arg-type]
         tid = (await client.call_tool("plan", {"mode": "start", "objective": "o"})).structured_content["task_id"]
         got = await client.call_tool("observe", {"task_id": tid, "kind": "result", "tool": "cat",
@@ -120,7 +131,7 @@ async def test_a_huge_observe_takes_the_file_path_and_answers_as_the_normal_path
         big = dict(got.structured_content or {})
         recalled = await client.call_tool("recall", {"ref": big["ref"], "op": "range", "start": 1, "end": 3})
         assert not recalled.is_error
-    assert worker_runs == [1]
+    assert worker_runs == [1] and windowed == [size > 4 << 20]
     normal = await _in_memory_answer(tmp_path, text)
     assert normal["redacted"] > 0
     for key in ("ref", "bytes", "tokens", "lines", "kind", "outline", "recall", "redacted", "offloaded"):
