@@ -9,12 +9,18 @@ full output stays one recall away (the answer carries its ref).
 
 Lines that differ only in their numbers (``Downloading 3/120``) collapse too, into the first and
 the last of the run with the count of those between: the marker says the numbers varied.
+
+A JSON document holding lists of records gets the table view of ``json_table`` instead (keys once,
+one row per record; it reads back to the same JSON value), which the caller keeps only when it
+costs fewer tokens than the output, its own note and ref included.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+
+from bosun.core.offload.json_table import table_view
 
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 DIGITS = re.compile(r"\d+")
@@ -39,6 +45,7 @@ class View:
             "redraws": "progress redraws kept last",
             "repeats": "repeated lines collapsed",
             "similar": "number-only variants collapsed",
+            "json_tables": "JSON table view; recall ref gives the JSON",
         }
         return "; ".join(f"{words[k]} ({n})" for k, n in self.changes.items() if n)
 
@@ -53,6 +60,10 @@ def _last_redraw(line: str) -> str:
 
 def compress(text: str) -> View:
     """The view of ``text``; ``View.changed`` is False when there was nothing to take out."""
+    if text[:1] in "[{" or text.lstrip()[:1] in ("[", "{"):
+        tabled = table_view(text)
+        if tabled is not None:
+            return View(tabled[0], {"json_tables": tabled[1]})
     changes = {"ansi": 0, "redraws": 0, "repeats": 0, "similar": 0}
     if "\x1b" in text:
         text, changes["ansi"] = ANSI.subn("", text)
