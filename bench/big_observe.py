@@ -332,6 +332,77 @@ def worker_alone(mb: float, rounds: int) -> list[str]:
     return lines
 
 
+DATA = Path("/work/shared/data/trajectories")
+
+
+def real_texts(n: int, size: int, seed: int) -> dict[str, list[str]]:
+    """Huge outputs made of real tool outputs (third-party agent runs, /work/shared/data): a coding agent's
+    bash outputs of whole runs in order ("session"), tau-bench API results one per line ("jsonl") and
+    as one JSON list ("json document"); ``n`` texts of ``size`` characters per family, seeded."""
+    import gzip
+
+    def runs(name: str) -> list[list[str]]:
+        with gzip.open(DATA / name, "rt") as fh:
+            rows = [json.loads(line) for line in fh]
+        return [[c["output"] for c in r["calls"] if c.get("output")] for r in rows]
+
+    swe, tau = runs("miniswe-dev.jsonl.gz"), runs("tau-airline.jsonl.gz")
+    api = []
+    for outputs in tau:
+        for out in outputs:
+            try:
+                api.append(json.loads(out))
+            except ValueError:
+                continue
+    rng = random.Random(seed)
+    families: dict[str, list[str]] = {"session": [], "jsonl": [], "json document": []}
+    for _ in range(n):
+        parts: list[str] = []
+        total = 0
+        while total < size:
+            parts.append("\n".join(rng.choice(swe)) + "\n")
+            total += len(parts[-1])
+        families["session"].append("".join(parts))
+        lines = []
+        total = 0
+        while total < size:
+            lines.append(json.dumps(rng.choice(api)) + "\n")
+            total += len(lines[-1])
+        families["jsonl"].append("".join(lines))
+        families["json document"].append(json.dumps([json.loads(line) for line in lines], indent=rng.choice([None, 2])))
+    return families
+
+
+def equal_on_real(n: int, seed: int) -> list[str]:
+    """The worker's answer from windows against the whole text's, on huge outputs made of real tool outputs
+    (``real_texts``): how many are equal in everything (digest, sizes, tokens, lines, kind, outline, hints,
+    stub, failure signature), per family and kind, for a plain and a failed observe."""
+    from bosun.server.offload_worker import observe_files
+
+    rows = ["| family | observe | texts | equal | kinds (whole path) | windowed kind = whole kind |", "|---|---|---:|---:|---|---:|"]
+    with tempfile.TemporaryDirectory(prefix="bosun-equal-") as tmp:
+        src = Path(tmp) / "src"
+        for family, texts in real_texts(n, 1_300_000, seed).items():
+            for failed in (False, True):
+                equal = same_kind = 0
+                kinds: dict[str, int] = {}
+                for text in texts:
+                    src.write_text(text)
+                    got = [observe_files({"sources": [{"path": str(src)}], "out": str(Path(tmp) / "out"),
+                                          "window_above": above, "failed": failed, "command": "bash"})
+                           for above in (0, 1 << 40)]
+                    windowed, whole = got
+                    keys = ("digest", "nbytes", "tokens", "lines", "redactions", "shaped")
+                    equal += all(windowed[k] == whole[k] for k in keys) and windowed["windowed"]
+                    kind = str(whole["shaped"]["outline_kind"])
+                    kinds[kind] = kinds.get(kind, 0) + 1
+                    same_kind += windowed["shaped"]["outline_kind"] == kind
+                shown = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+                rows.append(f"| {family} | {'failed' if failed else 'result'} | {len(texts)} | {equal} | {shown} | "
+                            f"{same_kind} |")
+    return rows
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mb", type=float, default=100.0, help="payload size in MiB (<= 200)")
@@ -347,7 +418,15 @@ if __name__ == "__main__":
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--home", help=argparse.SUPPRESS)
     parser.add_argument("--task", help=argparse.SUPPRESS)
+    parser.add_argument("--equal", type=int, default=0, metavar="N",
+                        help="only compare the windowed worker's answers with the whole text's on N huge outputs per "
+                             "family made of real tool outputs (/work/shared/data/trajectories), and exit")
+    parser.add_argument("--seed", type=int, default=0, help="for --equal")
     ns = parser.parse_args()
+    if ns.equal:
+        print("\n".join([f"windowed vs whole-text worker answers, {ns.equal} texts of ~1.3 M characters per family, "
+                         f"seed {ns.seed}", "", *equal_on_real(min(ns.equal, 50), ns.seed)]))
+        sys.exit(0)
     if ns.send:
         print(json.dumps(asyncio.run(send_big(ns.url, ns.home, ns.task, ns.mb, ns.send))))
         sys.exit(0)
