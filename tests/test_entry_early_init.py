@@ -94,7 +94,7 @@ def _reader(home: Path, cache: dict[str, Any] | None, first: bytes, key: str = "
         early_init.EarlyInit, int, int]:
     home.mkdir(parents=True, exist_ok=True)
     if cache is not None:
-        (home / early_init.CACHE_FILE).write_text(json.dumps(cache))
+        (home / early_init.CACHE_FILE).write_text(json.dumps({"entries": {"k": cache}}))
     in_r, in_w = os.pipe()
     out_r, out_w = os.pipe()
     os.write(in_w, first)
@@ -116,7 +116,12 @@ def _written(fd: int) -> bytes:
 
 
 SUFFIX = ',"result":{"protocolVersion":"2025-11-25"}}'
-CACHE = {"key": "k", "handshake": list(HANDSHAKE_PROTOCOL_VERSIONS), "answers": {"2025-11-25": SUFFIX}}
+CACHE = {"handshake": list(HANDSHAKE_PROTOCOL_VERSIONS), "answers": {"2025-11-25": SUFFIX}, "stored_at": 1.0}
+
+
+def _stored(home: Path, key: str = "k") -> dict[str, Any]:
+    entry: dict[str, Any] = json.loads((home / early_init.CACHE_FILE).read_text())["entries"][key]
+    return entry
 
 
 def test_the_line_goes_to_the_sdk_unchanged_with_what_followed_it(tmp_path: Path) -> None:
@@ -152,7 +157,7 @@ def test_the_sdks_answer_is_recorded_and_a_differing_entry_replaced(tmp_path: Pa
     reader, _, _ = _reader(tmp_path / "a", None, first)
     sdk_line = '{"jsonrpc":"2.0","id":5,"result":{"protocolVersion":"2025-06-18"}}'
     assert reader.settle(sdk_line, True, HANDSHAKE_PROTOCOL_VERSIONS) is False  # written by the SDK
-    stored = json.loads((tmp_path / "a" / early_init.CACHE_FILE).read_text())
+    stored = _stored(tmp_path / "a")
     assert stored["answers"] == {"2025-06-18": ',"result":{"protocolVersion":"2025-06-18"}}'}
     assert stored["handshake"] == list(HANDSHAKE_PROTOCOL_VERSIONS)
 
@@ -161,7 +166,19 @@ def test_the_sdks_answer_is_recorded_and_a_differing_entry_replaced(tmp_path: Pa
     assert _written(out) == b'{"jsonrpc":"2.0","id":9,"result":{"old":1}}\n'
     sdk_line = '{"jsonrpc":"2.0","id":9' + SUFFIX
     assert reader.settle(sdk_line, True, HANDSHAKE_PROTOCOL_VERSIONS) is True  # not written twice
-    assert json.loads((tmp_path / "b" / early_init.CACHE_FILE).read_text())["answers"] == {"2025-11-25": SUFFIX}
+    assert _stored(tmp_path / "b")["answers"] == {"2025-11-25": SUFFIX}
+
+
+def test_keys_share_the_file_and_the_oldest_go_first(tmp_path: Path) -> None:
+    first = json.dumps(_initialize("2025-11-25", 1)).encode() + b"\n"
+    sdk_line = '{"jsonrpc":"2.0","id":1' + SUFFIX
+    for n in range(early_init.MAX_KEYS + 2):
+        reader, _, _ = _reader(tmp_path, None, first, key=f"key-{n}")
+        reader.settle(sdk_line, True, HANDSHAKE_PROTOCOL_VERSIONS)
+    entries = json.loads((tmp_path / early_init.CACHE_FILE).read_text())["entries"]
+    assert sorted(entries) == sorted(f"key-{n}" for n in range(2, early_init.MAX_KEYS + 2))
+    reader, out, _ = _reader(tmp_path, None, first, key="key-3")  # an older key still answers early
+    assert _written(out) == sdk_line.encode() + b"\n"
 
 
 def test_unsupported_versions_share_the_sdks_fallback_slot(tmp_path: Path) -> None:

@@ -27,12 +27,14 @@ import json
 import os
 import sys
 import threading
+import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
 CACHE_FILE = "initialize-cache.json"
+MAX_KEYS = 8  # entries kept per home (one per command line and BOSUN_* environment in use)
 UNSUPPORTED_SLOT = ""  # any version outside the SDK's handshake versions: it negotiates its latest
 RESPONSE_HEAD = '{"jsonrpc":"2.0","id":'  # how the SDK's stdio writer starts every response line
 SERVER_DIRS = ("server", "server/protocol", "server/tools", "server/transport")  # what builds the answer
@@ -122,15 +124,25 @@ class EarlyInit:
         self.thread = threading.Thread(target=self._read_first, name="bosun-early-init", daemon=True)
         self.thread.start()
 
-    def _load(self) -> dict[str, Any]:
+    def _read_file(self) -> dict[str, Any]:
+        """Every key's entry in the home's cache file (``{"entries": {key: entry}}``); {} when unreadable."""
         try:
             with open(self.cache_path, "rb") as fh:
-                cache = json.loads(fh.read())
+                data = json.loads(fh.read())
         except (OSError, ValueError):
-            return {"key": self.key, "handshake": [], "answers": {}}
-        if not isinstance(cache, dict) or cache.get("key") != self.key or not isinstance(cache.get("answers"), dict):
-            return {"key": self.key, "handshake": [], "answers": {}}
-        return cache
+            return {}
+        entries = data.get("entries") if isinstance(data, dict) else None
+        if not isinstance(entries, dict):
+            return {}
+        return {k: v for k, v in entries.items() if isinstance(v, dict) and isinstance(v.get("stored_at"), float)}
+
+    def _load(self) -> dict[str, Any]:
+        """This key's entry: the SDK's handshake versions and its answer per version slot."""
+        entry = self._read_file().get(self.key)
+        if not isinstance(entry, dict) or not isinstance(entry.get("answers"), dict) or not isinstance(
+                entry.get("handshake"), list):
+            return {"handshake": [], "answers": {}}
+        return entry
 
     # -- the early thread ------------------------------------------------------------------------
     def _read_first(self) -> None:
@@ -197,18 +209,21 @@ class EarlyInit:
         return sent is not None
 
     def _store(self, slot: str, suffix: str | None, handshake: tuple[str, ...]) -> None:
-        answers = dict(self.cache.get("answers") or {}) if list(self.cache.get("handshake") or []) == list(
-            handshake) else {}
+        same_sdk = list(self.cache.get("handshake") or []) == list(handshake)
+        answers = dict(self.cache.get("answers") or {}) if same_sdk else {}
         if suffix is None:
             answers.pop(slot, None)
         else:
             answers[slot] = suffix
-        self.cache = {"key": self.key, "handshake": list(handshake), "answers": answers}
+        self.cache = {"handshake": list(handshake), "answers": answers, "stored_at": time.time()}
+        entries = self._read_file()  # other keys (another command line or environment on this home) stay
+        entries[self.key] = self.cache
+        newest = sorted(entries, key=lambda k: -entries[k]["stored_at"])[:MAX_KEYS]
         tmp = f"{self.cache_path}.{os.getpid()}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as fh:
-                json.dump(self.cache, fh)
+                json.dump({"entries": {k: entries[k] for k in newest}}, fh)
             os.replace(tmp, self.cache_path)
         except OSError:
             try:

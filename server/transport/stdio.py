@@ -177,7 +177,11 @@ class _AnswerOnceWriter(io.RawIOBase):
                 type(message.get("id")) is not type(request_id):
             return False
         self.settled = True
-        return self.early.settle(line.decode(), "result" in message, HANDSHAKE_PROTOCOL_VERSIONS)
+        try:
+            return self.early.settle(line.decode(), "result" in message, HANDSHAKE_PROTOCOL_VERSIONS)
+        except Exception:  # recording is best effort; the wire must never break on it
+            log.exception("checking the early initialize answer failed")
+            return self.early.sent is not None  # answered early: still never twice
 
     def _out(self, data: bytes) -> None:
         view = memoryview(data)
