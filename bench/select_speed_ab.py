@@ -1,9 +1,10 @@
 """select_context speed, this checkout against an earlier revision, interleaved in one process.
 
-    /work/venv/bin/python bench/select_speed_ab.py [--rev be9025b] [--out FILE]
+    python bench/select_speed_ab.py [--rev be9025b] [--out FILE]
 
 On a shared machine the load moves between runs by 30-50%; timing both versions (and the
-reference numpy MMR of select_speed.py) in the same loop keeps the comparison fair. The old
+reference numpy MMR of select_speed.py) in the same loop keeps the comparison fair. Times are this
+thread's CPU time (``time.thread_time``), the steadier measure on a loaded machine. The old
 ``core/selection/select.py`` and ``core/selection/lexical.py`` are read with ``git show REV:...`` into a
 temporary package. Same inputs as select_speed.py: real HotpotQA passages, cached embeddings.
 """
@@ -66,7 +67,7 @@ def main() -> int:
     texts = [t for c in cases for t in c.candidates]
     goal_text = cases[0].goal
     vecs = asyncio.run(embed_all([goal_text, *texts]))
-    lines = [f"| pool | method | {args.rev} ms | this checkout ms | speed-up |", "|---|---|---:|---:|---:|"]
+    lines = [f"| pool | method | {args.rev} CPU ms | this checkout CPU ms | speed-up |", "|---|---|---:|---:|---:|"]
     with tempfile.TemporaryDirectory() as tmp:
         old, old_lex = load_old(args.rev, Path(tmp))
         versions: list[tuple[Any, ModuleType]] = [(old, old_lex), (current, select_lexical)]
@@ -78,17 +79,17 @@ def main() -> int:
             runs: dict[tuple[str, int], list[float]] = {}
             ref: list[float] = []
             for _ in range(REPS):
-                t0 = time.perf_counter()
+                t0 = time.thread_time()
                 reference_mmr(fields["goal"], fields["candidates"], 20)
-                ref.append((time.perf_counter() - t0) * 1000)
+                ref.append((time.thread_time() - t0) * 1000)
                 for v, (mod, lex) in enumerate(versions):
                     pool, params = mod.Pool(**fields), mod.Params(max_items=20)
                     for name in ("mmr", "psi0", "hybrid", "hybrid-new"):
                         if name == "hybrid-new":
                             lex._VIEWS.clear()  # as if these candidates had never been selected from
-                        t0 = time.perf_counter()
+                        t0 = time.thread_time()
                         mod.select(pool, 10**9, name.removesuffix("-new"), params)
-                        runs.setdefault((name, v), []).append((time.perf_counter() - t0) * 1000)
+                        runs.setdefault((name, v), []).append((time.thread_time() - t0) * 1000)
             r = statistics.median(ref)
             lines.append(f"| 20 of {n} | reference numpy MMR | {r:.3f} | {r:.3f} | |")
             for name in ("mmr", "psi0", "hybrid", "hybrid-new"):
@@ -100,9 +101,9 @@ def main() -> int:
     if args.out:
         load = os.getloadavg()[0]
         args.out.write_text(
-            f"# select_context speed: this checkout against {args.rev}\n\nCommand: `/work/venv/bin/python "
+            f"# select_context speed: this checkout against {args.rev}\n\nCommand: `python "
             f"bench/select_speed_ab.py --rev {args.rev} --out {args.out}` (one BLAS thread). Both versions and "
-            f"the reference run interleaved in one process, medians of {REPS}; in brackets the ratio to the "
+            f"the reference run interleaved in one process, medians of {REPS} (CPU time); in brackets the ratio to the "
             f"reference; load average {load:.1f} on a shared 2-core machine.\n\n" + "\n".join(lines) + "\n")
     return 0
 
