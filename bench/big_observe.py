@@ -379,13 +379,15 @@ def equal_on_real(n: int, seed: int) -> list[str]:
     stub, failure signature), per family and kind, for a plain and a failed observe."""
     from bosun.server.offload_worker import observe_files
 
-    rows = ["| family | observe | texts | equal | kinds (whole path) | windowed kind = whole kind |", "|---|---|---:|---:|---|---:|"]
+    rows = ["| family | observe | texts | equal | kinds (whole path) | windowed kind = whole kind | whole outline's lines "
+            "also in the windowed one |", "|---|---|---:|---:|---|---:|---:|"]
     with tempfile.TemporaryDirectory(prefix="bosun-equal-") as tmp:
         src = Path(tmp) / "src"
         for family, texts in real_texts(n, 1_300_000, seed).items():
             for failed in (False, True):
                 equal = same_kind = 0
                 kinds: dict[str, int] = {}
+                shared: list[float] = []
                 for text in texts:
                     src.write_text(text)
                     got = [observe_files({"sources": [{"path": str(src)}], "out": str(Path(tmp) / "out"),
@@ -397,9 +399,12 @@ def equal_on_real(n: int, seed: int) -> list[str]:
                     kind = str(whole["shaped"]["outline_kind"])
                     kinds[kind] = kinds.get(kind, 0) + 1
                     same_kind += windowed["shaped"]["outline_kind"] == kind
+                    mine = set(str(windowed["shaped"]["answer"].get("outline", "")).splitlines())
+                    theirs = str(whole["shaped"]["answer"].get("outline", "")).splitlines()
+                    shared.append(sum(line in mine for line in theirs) / max(1, len(theirs)))
                 shown = ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
                 rows.append(f"| {family} | {'failed' if failed else 'result'} | {len(texts)} | {equal} | {shown} | "
-                            f"{same_kind} |")
+                            f"{same_kind} | {statistics.mean(shared):.0%} |")
     return rows
 
 
