@@ -320,6 +320,9 @@ DEFAULT_RULES: tuple[Rule, ...] = (
             re.MULTILINE),
         ("passw", "passphrase", "_pwd"), group=2, name_group=1, accept=lambda s: _password_value(s, quoted=False),
         hit_filter=_PASSWORD_BARE_TAIL.match, assignment=True,
+        # the operator and a value that ends where the lookahead wants it (code such as
+        # ``password = self.cleaned_data.get("password")`` has none: its line is not matched at all)
+        requires=_rx(r"(?::=|=|:)[ \t]*[^\s\"'`,;)}\]\\]{4,256}(?=[\s,;)}\]\\]|$)", re.MULTILINE),
     ),
     Rule(
         "password_flag",
@@ -703,6 +706,7 @@ class Redactor:
         return self.redact(text).text
 
 
+_PRECHECK_ABOVE = 48  # anchor occurrences above which ``assignment_may_follow`` pays for its fixed cost
 _ASSIGNMENT_ANCHORS = tuple(sorted({a for r in DEFAULT_RULES if r.assignment for a in r.anchors}))
 
 
@@ -710,6 +714,9 @@ def _assignment_shortlist(data: bytes, found: dict[bytes, list[int]], shortlist:
     """Fill ``shortlist`` (anchor -> the occurrences an assignment may follow) for every assignment anchor,
     with one ``assignment_may_follow`` call over all their occurrences (a numpy call has a fixed cost)."""
     ends = [i + len(lit) for lit in _ASSIGNMENT_ANCHORS for i in found.get(lit, ())]
+    if len(ends) <= _PRECHECK_ABOVE:  # a few: the rules' own filters cost less than the numpy calls
+        shortlist.update((lit, found.get(lit, [])) for lit in _ASSIGNMENT_ANCHORS)
+        return
     ok = assignment_may_follow(data, ends).tolist()
     at = 0
     for lit in _ASSIGNMENT_ANCHORS:
