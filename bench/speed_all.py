@@ -4,9 +4,13 @@
 
 Rows measured here (fresh processes, raw JSON-RPC over pipes, so the client adds nothing):
 
-* start-up: process start -> ``initialize`` answered for ``bosun stdio --standalone``, beside a bare
+* start-up: process start -> ``initialize`` answered and -> ``tools/list`` answered (the first answer the
+  server has to compute: the SDK loaded, the tools built) for ``bosun stdio --standalone``, beside a bare
   ``python -c pass`` and a no-op ``MCPServer`` (one tool, the SDK's own stdio) started the same way;
-  and ``initialize`` -> model ready (the engine's "model ... ready" log line on stderr).
+  and ``initialize`` -> model ready (the engine's "model ... ready" log line on stderr). bosun answers
+  ``initialize`` from its first lines with the SDK's own answer recorded by an earlier start in the same
+  home (server/transport/early_init.py): the row "nothing recorded yet" is a first start, where the SDK
+  answers after its import, as every start did before.
 * ``bosun stdio`` attaching to a running daemon: process start -> ``initialize`` answered.
 * the Claude Code hooks (fresh process, warm daemon): the UserPromptSubmit hook in the form the settings
   run (``bosun hook settings``: ``python -S -P .../_hook_script.py claude-code``), the console script
@@ -44,6 +48,9 @@ PY = sys.executable
 BOSUN = str(Path(PY).parent / "bosun")
 INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
     "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "speed_all", "version": "0"}}})
+TOOLS_LIST = (json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
+              + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
+EARLY_CACHE = "initialize-cache.json"  # server/transport/early_init.py CACHE_FILE
 
 
 LEAN_HOOK = str(ROOT / "server" / "commands" / "_hook_script.py")
@@ -107,8 +114,16 @@ class Started:
 
     def initialize(self, timeout: float = 120.0) -> float:
         """Send ``initialize`` at once (a host does) and return the seconds until its answer arrived."""
+        return self._ask(INITIALIZE, 1, timeout)
+
+    def list_tools(self, timeout: float = 120.0) -> float:
+        """After ``initialize``: ``notifications/initialized`` and ``tools/list``; seconds since the start
+        until the tool list arrived."""
+        return self._ask(TOOLS_LIST, 2, timeout)
+
+    def _ask(self, lines: str, answer_id: int, timeout: float) -> float:
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(INITIALIZE.encode() + b"\n")
+        self.proc.stdin.write(lines.encode() + b"\n")
         self.proc.stdin.flush()
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -119,11 +134,11 @@ class Started:
                 message = json.loads(line)
             except ValueError:
                 continue
-            if message.get("id") == 1:
+            if message.get("id") == answer_id:
                 if "result" not in message:
-                    raise RuntimeError(f"initialize failed: {message}")
+                    raise RuntimeError(f"request {answer_id} failed: {message}")
                 return time.perf_counter() - self.t0
-        raise RuntimeError("no initialize answer")
+        raise RuntimeError(f"no answer to request {answer_id}")
 
     def close(self, timeout: float = 20.0) -> None:
         assert self.proc.stdin is not None
@@ -149,43 +164,74 @@ def provision(home: Path) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def _bosun_start(env: dict[str, str], prefetch: str, fresh_home: Path | None = None) -> tuple[float, float, float | None]:
+    """(start -> initialize, start -> tools/list, initialize -> model ready or None) of one standalone start.
+    ``fresh_home``: its recorded initialize answers are set aside for this start (a first start), then put back."""
+    saved = None
+    cache = fresh_home / EARLY_CACHE if fresh_home is not None else None
+    if cache is not None and cache.exists():
+        saved = cache.read_bytes()
+        cache.unlink()
+    try:
+        s = Started([BOSUN, "-v", "stdio", "--standalone"], {**env, "BOSUN_MODEL_PREFETCH": prefetch},
+                    ready_marker="ready in")
+        t_init = s.initialize()
+        t_list = s.list_tools()
+        s.ready_event.wait(120)
+        ready = s.ready - t_init if s.ready is not None else None
+        s.close()
+    finally:
+        if cache is not None and saved is not None:
+            cache.write_bytes(saved)
+    return t_init, t_list, ready
+
+
 def startup_rows(root: Path, starts: int) -> list[str]:
     home = root / "standalone"
     provision(home)
     env = clean_env(home)
-    interp, noop = [], []
-    init: dict[str, list[float]] = {"on": [], "off": []}
-    ready: dict[str, list[float]] = {"on": [], "off": []}
-    for i in range(starts + 1):  # interleaved: the same load hits every row; round 0 warms the caches
+    interp: list[float] = []
+    noop: dict[str, list[float]] = {"init": [], "list": []}
+    variants = {"off": ("off", None), "first": ("off", home), "on": ("on", None)}
+    runs: dict[str, dict[str, list[float]]] = {v: {"init": [], "list": [], "ready": []} for v in variants}
+    for i in range(starts + 1):  # interleaved: the same load hits every row; round 0 warms the caches (and records)
         t_interp = timed_run([PY, "-c", "pass"], env)[0]
         s = Started([PY, str(HERE), "noop-stdio"], env)
         t_noop = s.initialize()
+        t_noop_list = s.list_tools()
         s.close()
         if i:
             interp.append(t_interp)
-            noop.append(t_noop)
-        for prefetch in ("off", "on"):
-            s = Started([BOSUN, "-v", "stdio", "--standalone"], {**env, "BOSUN_MODEL_PREFETCH": prefetch},
-                        ready_marker="ready in")
-            t_init = s.initialize()
-            s.ready_event.wait(120)
+            noop["init"].append(t_noop)
+            noop["list"].append(t_noop_list)
+        for name, (prefetch, fresh) in variants.items():
+            t_init, t_list, ready = _bosun_start(env, prefetch, fresh)
             if i:
-                init[prefetch].append(t_init)
-                if s.ready is not None:
-                    ready[prefetch].append(s.ready - t_init)
-            s.close()
+                runs[name]["init"].append(t_init)
+                runs[name]["list"].append(t_list)
+                if ready is not None:
+                    runs[name]["ready"].append(ready)
+    base_init, base_list = p50(noop["init"]), p50(noop["list"])
     rows = [
         f"| `python -c pass` (the interpreter alone) | {p50(interp) * 1000:.0f} ms | |",
-        f"| no-op MCPServer over stdio: start -> `initialize` answered | {p50(noop) * 1000:.0f} ms | floor |",
+        f"| no-op MCPServer over stdio: start -> `initialize` answered | {base_init * 1000:.0f} ms | floor |",
+        f"| no-op MCPServer over stdio: start -> `tools/list` answered | {base_list * 1000:.0f} ms | floor |",
     ]
-    for prefetch, label in (("off", ""), ("on", " (`BOSUN_MODEL_PREFETCH=on`)")):
+    labels = {"off": " (answered early: the SDK's answer recorded by an earlier start)",
+              "first": " (first start in a home: nothing recorded yet, the SDK answers)",
+              "on": " (`BOSUN_MODEL_PREFETCH=on`, answered early)"}
+    for name, label in labels.items():
+        run = runs[name]
         rows.append(f"| `bosun stdio --standalone`{label}: start -> `initialize` answered | "
-                    f"{p50(init[prefetch]) * 1000:.0f} ms (max {max(init[prefetch]) * 1000:.0f}) | <= 1000 ms; "
-                    f"{p50(init[prefetch]) / p50(noop):.2f}x the no-op |")
-        if ready[prefetch]:
-            total = p50([a + b for a, b in zip(init[prefetch], ready[prefetch], strict=False)])
-            rows.append(f"| `initialize` -> model ready{label} | {p50(ready[prefetch]) * 1000:.0f} ms "
-                        f"(max {max(ready[prefetch]) * 1000:.0f}; start -> ready {total * 1000:.0f} ms) | "
+                    f"{p50(run['init']) * 1000:.0f} ms (max {max(run['init']) * 1000:.0f}) | <= 1000 ms; "
+                    f"{p50(run['init']) / base_init:.2f}x the no-op |")
+        rows.append(f"| `bosun stdio --standalone`{label}: start -> `tools/list` answered | "
+                    f"{p50(run['list']) * 1000:.0f} ms (max {max(run['list']) * 1000:.0f}) | "
+                    f"{p50(run['list']) / base_list:.2f}x the no-op's `tools/list` |")
+        if run["ready"]:
+            total = p50([a + b for a, b in zip(run["init"], run["ready"], strict=False)])
+            rows.append(f"| `initialize` -> model ready{label} | {p50(run['ready']) * 1000:.0f} ms "
+                        f"(max {max(run['ready']) * 1000:.0f}; start -> ready {total * 1000:.0f} ms) | "
                         "<= 1000 ms (negative: ready before `initialize` was answered) |")
         else:
             rows.append(f"| `initialize` -> model ready{label} | not seen (no 'ready in' log line) | <= 1000 ms |")
