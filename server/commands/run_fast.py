@@ -3,16 +3,20 @@
 An agent pays this process's start-up on every shell command, so this module and ``_lean`` are all
 the common path loads: the PreToolUse hook runs ``python -S -P .../_run_script.py -- CMD`` (no
 ``site``), and nothing here imports ``json``, ``socket`` or ``signal`` (``re`` and ``enum`` behind
-them cost ~10 ms each quiet, 25-50 ms loaded); ``_signal``, ``_json`` and ``_socket`` do the same
-work. ``run.py`` holds the rest of the command (argparse, ``--help``); bosun's other modules load
-only to start the daemon or to report a bad setting.
+them cost ~10 ms each quiet, 25-50 ms loaded), nor ``os`` (~2-3 ms of CPU): ``_signal``, ``_json``,
+``_socket`` and ``posix`` do the same work. ``run.py`` holds the rest of the command (argparse,
+``--help``); bosun's other modules load only to start the daemon or to report a bad setting.
+
+The daemon's address is read and its socket connected while the command runs (not after), and
+the script exits with ``posix._exit`` once its output is flushed (no interpreter teardown).
 """
 
 from __future__ import annotations
 
 import _signal
-import os
+import posix
 import sys
+import time
 
 if __package__:
     from bosun.server.commands import _lean
@@ -21,6 +25,7 @@ else:  # run as a script's sibling under ``python -S -P`` (see _run_script.py)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
     from typing import Any
 
@@ -28,6 +33,7 @@ CHUNK = 1 << 16
 FALLBACK_PRINT_BYTES = 64 * 1024  # without a daemon: print at most this much (head and tail), say where the rest is
 FORWARDED = (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP, _signal.SIGQUIT)
 DAEMON_TIMEOUT_S = 30.0
+IDLE_SOCKET_S = 1.0  # a socket connected while the command ran is used only if the command took less than this
 # at most this many bytes are at most VIEW_MIN_TOKENS (40) estimated tokens (core/tokens.py costs a byte at
 # most one token): observe passes such an output through whole, so it is printed before the daemon answers
 PRINT_FIRST_BYTES = 40
@@ -86,7 +92,7 @@ def settings(args: Any) -> tuple[str, bool]:
 
     Read straight from the environment, as ``Config`` reads them (a bad BOSUN_RUN_START raises the same
     ConfigError through ``Config``): the other BOSUN_* settings are the daemon's, not this command's."""
-    start = os.environ.get("BOSUN_RUN_START", "on").strip().lower() or "on"
+    start = _lean.env("BOSUN_RUN_START", "on").strip().lower() or "on"
     if start not in ("on", "off", "1", "0"):
         _lean.with_site()
         from bosun.server.config import Config
@@ -97,25 +103,33 @@ def settings(args: Any) -> tuple[str, bool]:
 
 def open_spool(home: str | Path) -> tuple[str, int]:
     """A fresh spool file (0600, in a 0700 directory): its name and a write descriptor."""
-    spool_dir = os.path.join(home, "spool")
-    os.makedirs(spool_dir, mode=0o700, exist_ok=True)
-    name = f"run-{os.getpid()}-{os.urandom(4).hex()}.out"
-    fd = os.open(os.path.join(spool_dir, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    spool_dir = f"{str(home).rstrip('/')}/spool"
+    try:
+        posix.mkdir(spool_dir, 0o700)
+    except FileExistsError:
+        pass
+    except FileNotFoundError:  # the home itself is new: create its parents as os.makedirs does
+        import os
+
+        os.makedirs(spool_dir, mode=0o700, exist_ok=True)
+    name = f"run-{posix.getpid()}-{posix.urandom(4).hex()}.out"
+    fd = posix.open(f"{spool_dir}/{name}", posix.O_WRONLY | posix.O_CREAT | posix.O_EXCL | posix.O_CLOEXEC, 0o600)
     return name, fd
 
 
-def run_command(cmd: list[str], spool_fd: int) -> int:
+def run_command(cmd: list[str], spool_fd: int, meanwhile: Callable[[], Any] | None = None) -> int:
     """Run ``cmd`` with stdout and stderr written by the command itself into ``spool_fd``; the wait status as a
-    returncode (negative: the signal that killed it). No pipe, no copy loop: the bytes land once, as they come."""
-    actions = [(os.POSIX_SPAWN_DUP2, spool_fd, 1), (os.POSIX_SPAWN_DUP2, spool_fd, 2)]
+    returncode (negative: the signal that killed it). No pipe, no copy loop: the bytes land once, as they come.
+    ``meanwhile`` runs while the command does (this process would only wait)."""
+    actions = [(posix.POSIX_SPAWN_DUP2, spool_fd, 1), (posix.POSIX_SPAWN_DUP2, spool_fd, 2)]
     # Python ignores SIGPIPE and SIGXFSZ for itself; the command gets the defaults, as subprocess gives them
     defaults = [s for s in (getattr(_signal, "SIGPIPE", None), getattr(_signal, "SIGXFSZ", None)) if s is not None]
-    pid = os.posix_spawnp(cmd[0], cmd, os.environ, file_actions=actions, setsigdef=defaults)
+    pid = posix.posix_spawnp(cmd[0], cmd, posix.environ, file_actions=actions, setsigdef=defaults)
     previous = {}
 
     def forward(signum: int, _frame: Any) -> None:
         try:
-            os.kill(pid, signum)
+            posix.kill(pid, signum)
         except OSError:
             pass
 
@@ -125,8 +139,10 @@ def run_command(cmd: list[str], spool_fd: int) -> int:
         except (OSError, ValueError):
             pass
     try:
-        _, status = os.waitpid(pid, 0)  # retried by Python after a forwarded signal (PEP 475)
-        return os.waitstatus_to_exitcode(status)
+        if meanwhile is not None:
+            meanwhile()
+        _, status = posix.waitpid(pid, 0)  # retried by Python after a forwarded signal (PEP 475)
+        return posix.waitstatus_to_exitcode(status)
     finally:
         for sig, handler in previous.items():
             _signal.signal(sig, handler)
@@ -135,7 +151,7 @@ def run_command(cmd: list[str], spool_fd: int) -> int:
 def copy_out(path: str | Path, limit: int | None = None) -> None:
     """Print the spool to stdout in chunks (never read whole); past ``limit`` bytes, head and tail only."""
     out = sys.stdout.buffer
-    size = os.stat(path).st_size
+    size = posix.stat(path).st_size
     with open(path, "rb") as fh:
         if limit is None or size <= limit:
             while block := fh.read(CHUNK):
@@ -170,10 +186,11 @@ def _observe(url: str, token: str | None, body: dict[str, Any], sock: Any = None
     return answer
 
 
-def daemon_observe(home: str | Path, body: dict[str, Any], start: bool = True) -> dict[str, Any]:
-    """POST the spool to the running daemon's ``/v1/observe``, starting the daemon if none answers."""
+def daemon_observe(home: str | Path, body: dict[str, Any], start: bool = True, sock: Any = None) -> dict[str, Any]:
+    """POST the spool to the running daemon's ``/v1/observe`` (over ``sock`` when one is connected already),
+    starting the daemon if none answers."""
     try:
-        return _observe(*_daemon(str(home)), body)  # a DaemonError (bosun answered, and refused) is final
+        return _observe(*_daemon(str(home)), body, sock)  # a DaemonError (bosun answered, and refused) is final
     except (OSError, ValueError, KeyError, TypeError):
         pass
     if not start:
@@ -216,7 +233,7 @@ def exit_like(returncode: int) -> int:
     try:
         _signal.signal(sig, _signal.SIG_DFL)
         sys.stdout.flush()
-        os.kill(os.getpid(), sig)
+        posix.kill(posix.getpid(), sig)
     except (OSError, ValueError):
         pass
     return 128 + sig
@@ -225,8 +242,8 @@ def exit_like(returncode: int) -> int:
 def _direct(cmd: list[str]) -> int:
     """Run the command untouched (no spool, no bosun): what happens when bosun cannot take part."""
     try:
-        pid = os.posix_spawnp(cmd[0], cmd, os.environ)
-        return exit_like(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        pid = posix.posix_spawnp(cmd[0], cmd, posix.environ)
+        return exit_like(posix.waitstatus_to_exitcode(posix.waitpid(pid, 0)[1]))
     except OSError as err:
         print(f"bosun run: {err}", file=sys.stderr)
         return 127
@@ -239,29 +256,62 @@ def _record_detached(url: str, token: str | None, body: dict[str, Any], sock: An
     code at once; the child (its own session, no terminal, stdio on /dev/null) posts the spool and removes
     it once the daemon has it. A failure leaves the spool in place, as it does in the foreground."""
     try:
-        pid = os.fork()
+        pid = posix.fork()
     except OSError:
         pid = -1
     if pid != 0:
         if pid < 0:  # no fork: record in the foreground
             try:
                 if "partial" not in _observe(url, token, body, sock):
-                    os.unlink(path)
+                    posix.unlink(path)
             except (DaemonError, OSError, ValueError):
                 pass
         else:
             sock.close()
         return
     try:  # the child
-        os.setsid()
-        null = os.open(os.devnull, os.O_RDWR)
+        posix.setsid()
+        null = posix.open("/dev/null", posix.O_RDWR)
         for fd in (0, 1, 2):
-            os.dup2(null, fd)
+            posix.dup2(null, fd)
         if "partial" not in _observe(url, token, body, sock):
-            os.unlink(path)
+            posix.unlink(path)
     except BaseException:  # the child must never return into the caller's code
         pass
-    os._exit(0)
+    posix._exit(0)
+
+
+class _Daemon:
+    """The daemon's address and a connected socket, found while the command runs (the process only waits then)."""
+
+    def __init__(self, home: str) -> None:
+        self.home = home
+        self.url = ""
+        self.token: str | None = None
+        self.sock: Any = None
+        self.connected_at = 0.0
+
+    def prepare(self) -> None:
+        try:
+            self.url, self.token = _daemon(self.home)
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        self.sock = _connect(self.url)
+        self.connected_at = time.monotonic()
+
+    def fresh_socket(self) -> Any:
+        """The socket prepared during the command, if the command was short (a long-idle connection may have been
+        closed by the server: then a new one); None when no daemon listens."""
+        if self.sock is not None and time.monotonic() - self.connected_at > IDLE_SOCKET_S:
+            self.sock.close()
+            self.sock = _connect(self.url)
+        sock, self.sock = self.sock, None
+        return sock
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
 
 
 def run(args: Any) -> int:
@@ -283,37 +333,35 @@ def run(args: Any) -> int:
     except OSError as exc:  # no spool, no bosun: the command still runs, untouched
         print(f"bosun run: cannot spool under {home} ({exc}); running the command directly", file=sys.stderr)
         return _direct(cmd)
-    path = os.path.join(home, "spool", name)
+    path = f"{home.rstrip('/')}/spool/{name}"
+    daemon = _Daemon(home)
     try:
         try:
-            code = run_command(cmd, spool_fd)
+            code = run_command(cmd, spool_fd, daemon.prepare)
         except OSError as exc:  # not found, not executable: as a shell reports it
-            os.write(spool_fd, f"bosun run: {cmd[0]}: {exc.strerror}\n".encode())
+            posix.write(spool_fd, f"bosun run: {cmd[0]}: {exc.strerror}\n".encode())
             code = 127 if isinstance(exc, FileNotFoundError) else 126
-        size = os.fstat(spool_fd).st_size
+        size = posix.fstat(spool_fd).st_size
     finally:
-        os.close(spool_fd)
+        posix.close(spool_fd)
     shown = " ".join(cmd[2:] if args.shell else cmd)
-    body = {"task": args.task or os.environ.get("BOSUN_TASK") or None,
-            "session": args.session or os.environ.get("BOSUN_RUN_SESSION") or os.getcwd(),
+    body = {"task": args.task or _lean.env("BOSUN_TASK") or None,
+            "session": args.session or _lean.env("BOSUN_RUN_SESSION") or posix.getcwd(),
             "command": shown, "spool": name, "exit_code": code if code >= 0 else 128 - code,
             "intent": args.intent, "mode": args.mode}
-    if size <= PRINT_FIRST_BYTES:
-        try:
-            url, token = _daemon(home)
-        except (OSError, ValueError, KeyError, TypeError):
-            url, token = "", None
-        sock = _connect(url) if url else None
-        if sock is not None:  # a daemon listens: print now, record without the caller waiting
-            copy_out(path)
-            _record_detached(url, token, body, sock, path)
-            return exit_like(code)
+    sock = daemon.fresh_socket()
+    if size <= PRINT_FIRST_BYTES and sock is not None:  # a daemon listens: print now, record unwaited
+        copy_out(path)
+        _record_detached(daemon.url, daemon.token, body, sock, path)
+        return exit_like(code)
     try:
-        answer = daemon_observe(home, body, may_start)
+        answer = daemon_observe(home, body, may_start, sock)
     except (DaemonError, OSError, ValueError) as exc:  # the output is never lost: print it, keep the spool
         copy_out(path, FALLBACK_PRINT_BYTES)
         print(f"bosun run: not recorded ({exc}); the output stays in {path}", file=sys.stderr)
         return exit_like(code)
+    finally:
+        daemon.close()
     text = render(answer)
     if text is None:
         copy_out(path)
@@ -322,7 +370,7 @@ def run(args: Any) -> int:
         sys.stdout.flush()
     if "partial" not in answer:
         try:
-            os.unlink(path)
+            posix.unlink(path)
         except OSError:
             pass
     return exit_like(code)
