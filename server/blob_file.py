@@ -10,14 +10,15 @@ in memory when a column after it held data (+200 MB for a 100 MB put, measured).
 holds SQLite's write lock while the file is copied (~2 s for 100 MB on a loaded machine): other
 writers wait within the 5 s busy timeout; readers (WAL) do not wait.
 
-PostgreSQL's store already streams a blob in chunks from a buffer: it gets a read-only mmap of
-the file (page cache, not this process's heap). Any other store gets the bytes.
+PostgreSQL's store streams a blob in 1 MiB chunks: ``PgRefStore.put_file`` reads the file a chunk at a
+time (it used to get a read-only mmap, whose pages counted in the daemon's RSS while mapped). Any
+other store gets the bytes.
 """
 
 from __future__ import annotations
 
 import asyncio
-import mmap
+import hashlib
 import sqlite3
 import time
 from pathlib import Path
@@ -37,13 +38,8 @@ async def put_file(refs: RefStore, path: Path, digest: str, media_type: str) -> 
             return await asyncio.to_thread(sqlite_put_file, refs.writer.path, path, digest, media_type)
         except sqlite3.Error as exc:
             raise storage_error(exc, "store the payload") from exc
-    if type(refs).__name__ == "PgRefStore":
-        with open(path, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            view = memoryview(mapped)
-            try:
-                ref = await refs.put(view, media_type)  # type: ignore[arg-type]  # it takes any buffer
-            finally:
-                view.release()
+    if type(refs).__name__ == "PgRefStore":  # read 1 MiB at a time (an mmap's pages counted in the daemon's RSS)
+        ref = await refs.put_file(path, digest, media_type)  # type: ignore[attr-defined]
     else:
         ref = await refs.put(await asyncio.to_thread(path.read_bytes), media_type)
     if ref != make_ref(digest):
@@ -57,7 +53,8 @@ def sqlite_db(refs: RefStore) -> str | None:
 
 
 def sqlite_put_file(db: str, path: Path, digest: str, media_type: str) -> str:
-    """Store ``path`` in the ``refs`` table of ``db`` under ``digest`` (nothing when it is there already)."""
+    """Store ``path`` in the ``refs`` table of ``db`` under ``digest`` (nothing when it is there already);
+    re-hashed as it is copied: IntegrityError, and nothing stored, when it is not ``digest``."""
     size = path.stat().st_size
     conn = sqlite3.connect(db, timeout=5.0, isolation_level=None)
     try:
@@ -69,9 +66,16 @@ def sqlite_put_file(db: str, path: Path, digest: str, media_type: str) -> str:
                                    "VALUES (?, ?, ?, zeroblob(?), ?)",
                                    (digest, media_type, size, size, time.time())).lastrowid
                 assert row is not None
+                hasher = hashlib.sha256()
                 with open(path, "rb") as fh, conn.blobopen("refs", "data", row) as blob:
-                    while piece := fh.read(CHUNK):
+                    for _ in range(-(-size // CHUNK)):
+                        piece = fh.read(CHUNK)
+                        hasher.update(piece)
                         blob.write(piece)
+                    whole = fh.tell() == size and not fh.read(1)
+                if hasher.hexdigest() != digest or not whole:  # rolled back below: nothing stored
+                    raise IntegrityError(f"the file hashes to sha256:{hasher.hexdigest()}, not sha256:{digest}: "
+                                         "it changed while it was stored")
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")

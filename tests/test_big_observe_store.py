@@ -8,10 +8,14 @@ import sqlite3
 import time
 from pathlib import Path
 
-from bosun.server.blob_file import sqlite_put_file
+import pytest
+
+from bosun.core.errors import IntegrityError
+from bosun.server.blob_file import put_file, sqlite_put_file
 from bosun.store.backend import open_stores
 from bosun.store.refs import make_ref
 from bosun.store.schema import MIGRATIONS
+from tests.pg_cluster import BACKENDS, fresh_database
 
 
 def columns(db: Path) -> list[str]:
@@ -65,3 +69,24 @@ async def test_a_blob_put_from_a_file_reads_back_whole_and_is_stored_once(tmp_pa
     with sqlite3.connect(tmp_path / "b.db") as conn:
         assert conn.execute("SELECT COUNT(*) FROM refs").fetchone() == (1,)
     conn.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+async def test_put_file_stores_a_file_in_chunks_once_and_refuses_one_that_changed(tmp_path: Path,
+                                                                                backend: str) -> None:
+    url = fresh_database() if backend == "postgresql" else None
+    stores = await open_stores(tmp_path / "b.db", url)
+    try:
+        data = b"".join(f"row {i}: \xc3\xa9\n".encode() for i in range(400_000))  # several 1 MiB chunks
+        path = tmp_path / "scrubbed"
+        path.write_bytes(data)
+        digest = hashlib.sha256(data).hexdigest()
+        for _ in range(2):  # the second put finds it stored
+            assert await put_file(stores.refs, path, digest, "text/plain") == make_ref(digest)
+        assert await stores.refs.get(make_ref(digest)) == data
+        other = hashlib.sha256(b"what the file held when it was hashed").hexdigest()
+        with pytest.raises(IntegrityError):
+            await put_file(stores.refs, path, other, "text/plain")
+        assert not await stores.refs.exists(make_ref(other))
+    finally:
+        await stores.aclose()
