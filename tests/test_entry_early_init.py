@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -208,3 +209,33 @@ def test_the_standalone_fast_path_reads_arguments_as_the_full_parser_does() -> N
             assert getattr(fast, name) == getattr(full, name), (argv, name)
     for other in (["stdio"], ["stdio", "--standalone", "--help"], ["serve", "--standalone"], ["stdio", "--stand"]):
         assert _standalone_args(other) is None
+
+
+def test_a_host_that_has_not_written_yet_does_not_hold_up_the_server(tmp_path: Path) -> None:
+    """The first line is awaited in the SDK's reader thread: with nothing on stdin, the lifespan still
+    opens the engine and the model loads ("ready in" on stderr); the late initialize is then answered."""
+    env = {k: v for k, v in env_for(tmp_path / "home").items() if k != "PYTHONDONTWRITEBYTECODE"}
+    proc = subprocess.Popen([sys.executable, "-m", "bosun", "-v", "stdio", "--standalone"], env=env,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    try:
+        seen: list[str] = []
+        ready = threading.Event()
+
+        def watch() -> None:
+            assert proc.stderr is not None
+            for raw in proc.stderr:
+                seen.append(raw.decode(errors="replace"))
+                if "ready in" in seen[-1]:
+                    ready.set()
+
+        threading.Thread(target=watch, daemon=True).start()
+        assert ready.wait(120), "".join(seen)[-2000:]  # a bound for a hang, not a speed check
+        proc.stdin.write(json.dumps(_initialize("2025-11-25", 1)).encode() + b"\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["result"]["serverInfo"]["name"] == "bosun"
+        proc.stdin.close()
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -57,17 +57,21 @@ def guard_line(line: bytes) -> bytes | None:
 
 
 class _PrefixedReader(io.RawIOBase):
-    """Bytes already read from the wire (by ``early_init``), then the wire itself."""
+    """The wire after ``early_init`` read its first line: that line (and what came with it), then the wire.
+    The hand-over waits for the first line in the SDK's reader thread, never on the event loop."""
 
-    def __init__(self, prefix: bytes, fd: int) -> None:
+    def __init__(self, early: early_init.EarlyInit) -> None:
         super().__init__()
-        self.prefix = prefix
-        self.fd = fd
+        self.early = early
+        self.prefix: bytes | None = None
+        self.fd = early.read_fd
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
+        if self.prefix is None:
+            self.prefix, self.fd = self.early.take()
         if self.prefix:
             n = min(len(buffer), len(self.prefix))
             buffer[:n] = self.prefix[:n]
@@ -112,7 +116,7 @@ def guarded_stdin(early: early_init.EarlyInit | None = None) -> Iterator[None]:
     os.close(null)
     source: Any
     if early is not None:
-        source = io.BufferedReader(_PrefixedReader(*early.take()))
+        source = io.BufferedReader(_PrefixedReader(early))
     else:
         source = os.fdopen(private, "rb", buffering=0, closefd=False)
     saved = sys.stdin
