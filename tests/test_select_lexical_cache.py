@@ -52,11 +52,11 @@ def test_a_view_from_the_per_text_caches_is_the_view_built_from_scratch() -> Non
 
 def test_long_texts_are_not_held_and_the_caches_stay_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     LexicalView([LONG])
-    assert LONG not in lexical._IDS and LONG not in lexical._HEADINGS
+    assert LONG not in lexical._IDS and LONG not in lexical._META
     monkeypatch.setattr(lexical, "_TEXT_SLOTS", 8)
     many = [f"note {i}: the upload {i} failed with status {500 + i}" for i in range(30)]
     view = LexicalView(many)
-    assert len(lexical._IDS) <= 8 and set(lexical._IDS) == set(lexical._HEADINGS)
+    assert len(lexical._IDS) <= 8 and set(lexical._IDS) == set(lexical._META)
     assert set(lexical._IDS) <= set(many[-8:])  # the oldest went first
     again = LexicalView(many)  # most of them are encoded again: same ids, same view
     np.testing.assert_array_equal(again.indices, view.indices)
