@@ -505,6 +505,7 @@ async def main() -> None:
         "",
         f"Command: `python bench/offload_replay.py{' --runs ' + str(args.runs) if args.runs else ''} --mode {args.mode} "
         f"--compact-every {args.compact_every} --split {args.split} --intent {args.intent}"
+        f"{'' if Path(args.data) == DATA else ' --data ' + str(Path(args.data).name)}"
         f"{' --offload-min ' + str(args.offload_min) if args.offload_min else ''}"
         f"{' --slice-max ' + str(args.slice_max) if args.slice_max >= 0 else ''}` "
         f"({elapsed:.0f} s, {sum(r.calls for r in results)} observe calls)",

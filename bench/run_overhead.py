@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -58,10 +59,19 @@ def module_form(cmd: str) -> list[str]:
 RUN_SCRIPT = str(Path(__file__).resolve().parents[1] / "server" / "commands" / "_run_script.py")
 
 
-def timed(argv: list[str], env: dict[str, str]) -> float:
+CPU: dict[str, list[float]] = {}  # CPU ms (user + system of the waited process tree) per timed label
+
+
+def timed(argv: list[str], env: dict[str, str], label: str = "") -> float:
+    """Wall ms of one run; its CPU ms (less sensitive to a loaded machine) is kept under ``label``."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
-    return (time.perf_counter() - t0) * 1000
+    wall = (time.perf_counter() - t0) * 1000
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if label:
+        CPU.setdefault(label, []).append((r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime) * 1000)
+    return wall
 
 
 def peak_rss_kb(argv: list[str], env: dict[str, str]) -> int:
@@ -114,7 +124,8 @@ def main() -> int:
     start_s = time.perf_counter() - t0
     pid = int(daemon["pid"])
     lines = [f"# bosun run overhead ({args.rounds} alternating rounds per command, warm daemon)", "",
-             f"Command: `python bench/run_overhead.py --rounds {args.rounds} --mb {args.mb}`; "
+             f"Command: `python bench/run_overhead.py --rounds {args.rounds} --mb {args.mb}"
+             f"{' --baseline-script ' + args.baseline_script if args.baseline_script else ''}`; "
              f"daemon start (first use): {start_s:.1f} s; load average at start: {os.getloadavg()[0]:.1f}", "",
              "| command | bare p50 ms | bosun run p50 ms | overhead p50 ms | overhead p90 ms | module form overhead p50 ms "
              f"|{' baseline script overhead p50 ms |' if args.baseline_script else ''}",
@@ -124,6 +135,8 @@ def main() -> int:
     all_diffs: list[float] = []
     all_module: list[float] = []
     all_base: list[float] = []
+    py: list[float] = []
+    imp: list[float] = []
     try:
         for _ in range(3):  # warm the page cache, the bytecode caches and the daemon's first calls
             timed(wrapped("seq 1 100"), env)
@@ -133,15 +146,17 @@ def main() -> int:
         for cmd in COMMANDS:
             bare, wrap, diffs, module, base = [], [], [], [], []
             for _ in range(args.rounds):
-                b = timed(["bash", "-c", cmd], env)
-                w = timed(wrapped(cmd), env)
+                b = timed(["bash", "-c", cmd], env, "bare")
+                w = timed(wrapped(cmd), env, "wrapped")
                 m = timed(module_form(cmd), env)
+                py.append(timed([sys.executable, "-S", "-P", "-c", "pass"], env, "pass"))
+                imp.append(timed([sys.executable, "-S", "-P", RUN_SCRIPT], env, "load"))  # loads run_fast, no command
                 bare.append(b)
                 wrap.append(w)
                 diffs.append(w - b)
                 module.append(m - b)
                 if args.baseline_script:
-                    base.append(timed(script_form(args.baseline_script, cmd), env) - b)
+                    base.append(timed(script_form(args.baseline_script, cmd), env, "baseline") - b)
             all_diffs += diffs
             all_module += module
             all_base += base
@@ -149,18 +164,20 @@ def main() -> int:
             lines.append(f"| `{cmd}` | {statistics.median(bare):.1f} | {statistics.median(wrap):.1f} | "
                          f"{statistics.median(diffs):.1f} | {q[-1]:.1f} | {statistics.median(module):.1f} |"
                          + (f" {statistics.median(base):.1f} |" if base else ""))
-        lines += ["", f"All commands: overhead p50 {statistics.median(all_diffs):.1f} ms, "
+        lines += ["", f"Load average at the end: {os.getloadavg()[0]:.1f}.", "",
+                  f"All commands: overhead p50 {statistics.median(all_diffs):.1f} ms, "
                   f"p90 {statistics.quantiles(all_diffs, n=10)[-1]:.1f} ms (the module form: p50 "
                   f"{statistics.median(all_module):.1f} ms"
                   + (f"; the baseline script: p50 {statistics.median(all_base):.1f} ms, p90 "
                      f"{statistics.quantiles(all_base, n=10)[-1]:.1f} ms" if all_base else "") + ").", ""]
-        # the interpreter's own start, for scale: what any Python CLI pays before its first line
-        py, imp = [], []
-        for _ in range(args.rounds):
-            py.append(timed([sys.executable, "-S", "-P", "-c", "pass"], env))
-            imp.append(timed([sys.executable, "-S", "-P", RUN_SCRIPT], env))  # loads run.py, exits: no command
+        cpu = {k: statistics.median(v) for k, v in CPU.items()}
+        lines.append(f"CPU (user + system of the process tree, p50 over all commands; steadier than wall time on a "
+                     f"loaded machine): bare {cpu['bare']:.1f} ms, bosun run {cpu['wrapped']:.1f} ms"
+                     + (f", the baseline script {cpu['baseline']:.1f} ms" if "baseline" in cpu else "")
+                     + f"; `python -S -P -c pass` {cpu['pass']:.1f} ms, loading run_fast.py {cpu['load']:.1f} ms.")
+        lines.append("")
         post = post_latency(home, daemon, args.rounds)
-        lines.append(f"Where it goes (same run): `python -S -P -c pass` p50 {statistics.median(py):.1f} ms; loading "
+        lines.append(f"Where it goes (same rounds, interleaved): `python -S -P -c pass` p50 {statistics.median(py):.1f} ms; loading "
                      f"run_fast.py adds {statistics.median(imp) - statistics.median(py):.1f} ms; the daemon's "
                      f"`/v1/observe` of a small spool (HTTP round trip, journal write) p50 {statistics.median(post):.1f} "
                      "ms (outputs of at most 40 bytes: after the exit, from a detached child); the rest is "
