@@ -16,6 +16,7 @@ from __future__ import annotations
 import bisect
 import functools
 import json
+import math
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -314,21 +315,42 @@ def _detect_kind(text: str, command: str | None, u: Utf8Text | None) -> str:
     if not lines:
         return "text"
     n = len(lines)
-    if sum(1 for ln in lines if _GREP_LINE.match(ln)) >= 0.6 * n and n >= 2:
+    if n >= 2 and _at_least(lines, 0.6 * n, _GREP_LINE.match):
         return "grep"
-    if sum(1 for ln in lines if _PATH_LINE.match(ln.strip())) >= 0.7 * n and n >= 3:
+    if n >= 3 and _at_least(lines, 0.7 * n, lambda ln: _PATH_LINE.match(ln.strip())):
         return "paths"
-    if _in_head(text, u, _TRACEBACK) or sum(1 for ln in lines if _LOG_LEVEL.search(ln)) >= 0.3 * n:
+    if _in_head(text, u, _TRACEBACK) or _at_least(lines, 0.3 * n, _LOG_LEVEL.search):
         return "log"
-    numbered = sum(1 for ln in lines if _NUMBERED.match(ln))
-    codeish = sum(1 for ln in lines if _CODE_LINE.match(_NUMBERED.sub("", ln, count=1)))
-    if n >= 5 and (codeish >= 0.15 * n or (numbered >= 0.8 * n and codeish >= 1)):
-        return "code"
+    if n >= 5:
+        def codeish(ln: str) -> object:
+            return _CODE_LINE.match(_NUMBERED.sub("", ln, count=1))
+
+        if _at_least(lines, 0.15 * n, codeish) or (_at_least(lines, 0.8 * n, _NUMBERED.match)
+                                                    and _at_least(lines, 1, codeish)):
+            return "code"
     if _table_columns(lines) is not None:
         return "table"
     return "text"
 
 
+
+
+def _at_least(lines: list[str], share: float, test: Callable[[str], object]) -> bool:
+    """``sum(1 for ln in lines if test(ln)) >= share``, stopping as soon as the answer is known (detection
+    counts line shapes over up to 200 lines several times; most counts are settled early)."""
+    need = math.ceil(share)  # a count of lines is at least ``share`` exactly when it is at least this
+    if need <= 0:
+        return True
+    left = len(lines)
+    for ln in lines:
+        if test(ln):
+            need -= 1
+            if not need:
+                return True
+        left -= 1
+        if left < need:
+            return False
+    return False
 
 
 def _in_head(text: str, u: Utf8Text | None, needle: str) -> bool:
