@@ -4,7 +4,10 @@ Imports stay inside the subcommands: ``bosun stdio`` and ``bosun hook`` must
 start fast and never touch numpy or fastembed. ``bosun hook`` and ``bosun run``
 run once per prompt and once per agent command: ``main`` hands them their
 arguments before anything else is imported or parsed (``FAST_COMMANDS``), so the
-console script starts them as leanly as ``python -m`` on their modules does.
+console script starts them as leanly as ``python -m`` on their modules does. ``bosun stdio`` (the bridge)
+and ``bosun stdio --standalone`` read their few arguments without that parser too; the standalone server
+starts ``early_init`` (its first stdin line read, ``initialize`` answered with the SDK's recorded answer)
+before the SDK's ~1 s import.
 """
 
 from __future__ import annotations
