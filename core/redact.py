@@ -683,8 +683,10 @@ class Redactor:
         keep = rule.hit_filter
         for lit in rule.anchors:
             occ = found.get(lit, ())
+            if not occ:
+                continue
             end = len(lit)
-            if rule.assignment:
+            if rule.assignment and len(data) >= SCAN_ABOVE:  # (small texts: a few occurrences at most)
                 if shortlist is None:
                     shortlist = {}
                 if not shortlist:  # the first such rule: every assignment anchor's occurrences at once
