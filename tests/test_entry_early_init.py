@@ -239,3 +239,25 @@ def test_a_host_that_has_not_written_yet_does_not_hold_up_the_server(tmp_path: P
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_the_sdks_duplicate_is_kept_back_at_the_line_level_and_everything_else_passes(tmp_path: Path) -> None:
+    from bosun.server.transport.stdio import _AnswerOnceWriter
+
+    reader, out, _ = _reader(tmp_path / "a", CACHE, json.dumps(_initialize("2025-11-25", 4)).encode() + b"\n")
+    early_line = _written(out)
+    wire_r, wire_w = os.pipe()
+    writer = _AnswerOnceWriter(wire_w, reader)
+    sdk_line = b'{"jsonrpc":"2.0","id":4' + SUFFIX.encode() + b"\n"
+    for piece in (sdk_line[:10], sdk_line[10:] + b'{"jsonrpc":"2.0","id":"list","res', b'ult":{}}\n'):
+        writer.write(piece)
+    os.close(wire_w)
+    assert early_line == sdk_line and os.read(wire_r, 65536) == b'{"jsonrpc":"2.0","id":"list","result":{}}\n'
+
+    reader, _, _ = _reader(tmp_path / "b", CACHE, b'{"jsonrpc":"2.0","id":4,"method":"server/discover"}\n')
+    wire_r, wire_w = os.pipe()
+    writer = _AnswerOnceWriter(wire_w, reader)
+    for piece in (b'{"jsonrpc":"2.0","id":4,"res', b'ult":{}}\n'):  # the id of a request that was no initialize
+        writer.write(piece)
+    os.close(wire_w)
+    assert os.read(wire_r, 65536) == b'{"jsonrpc":"2.0","id":4,"result":{}}\n'

@@ -156,9 +156,13 @@ class _AnswerOnceWriter(io.RawIOBase):
 
     def write(self, data: Any) -> int:
         chunk = bytes(data)
+        size = len(chunk)
+        if not self.settled and self.early.handed.is_set() and self.early.request_id is None:
+            self.settled = True  # the first line was no initialize: nothing to keep back, nothing more to parse
+            chunk, self.partial = self.partial + chunk, b""
         if self.settled:
             self._out(chunk)
-            return len(chunk)
+            return size
         self.partial += chunk
         while not self.settled and b"\n" in self.partial:
             line, _, self.partial = self.partial.partition(b"\n")
@@ -167,7 +171,7 @@ class _AnswerOnceWriter(io.RawIOBase):
         if self.settled and self.partial:
             self.partial, rest = b"", self.partial
             self._out(rest)
-        return len(chunk)
+        return size
 
     def _drop(self, line: bytes) -> bool:
         request_id = self.early.request_id
