@@ -575,7 +575,7 @@ class _Lexical:
         if p.coverage > 0 and len(self.q_cols):
             hold = self.cols > 0
             self.covers = np.where(hold, np.float32(1.0 - p.coverage), np.float32(1.0))
-            self.covers_any = hold.any(axis=1)  # read once per pick: no list of n built per call
+            self.covers_any = cast(npt.NDArray[np.bool_], hold.any(axis=1))  # read per pick: no list of n
         self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
