@@ -13,7 +13,11 @@ Metrics, end to end (abstention included): recall@2 (share of relevant documents
 at 2), top-1 (first hit relevant), false alarms (share of negatives with any hit); ``rank`` rows are the
 same with abstention off (the top 2 of the ranking).
 
-    python bench/route_dev.py [--split tune|heldout|all] [--corpora metatool,mt15,demo,heldout]
+    python bench/route_dev.py [--split tune|heldout|all] [--corpora metatool,mt15,demo,heldout] [--no-adapter]
+
+The shipped prompt adapter (core/routing/adapter.py) was trained on the MetaTool tune queries: with it,
+``metatool`` and ``mt15`` on the tune split are in-sample, and on the held-out split they measure new
+queries for the same tools (bench/route_adapter.py measures transfer to unseen tools).
 """
 
 from __future__ import annotations
@@ -136,13 +140,13 @@ HEADER = ("| corpus | kind | n | recall@2 | top-1 | rank recall@2 | rank top-1 |
           "|---|---|---:|---:|---:|---:|---:|---:|---:|")
 
 
-def run(names: list[str], split: str, **kw: Any) -> list[str]:
+def run(names: list[str], split: str, adapter: bool = True, **kw: Any) -> list[str]:
     emb = load_model()
     lines = [HEADER]
     mt15: list[dict[str, dict[str, float]]] = []
     for name, pols, qs in corpora(names, split):
         t0 = time.perf_counter()
-        index = build_index_with(pols, BenchEmbedder(emb))
+        index = build_index_with(pols, BenchEmbedder(emb), adapter=adapter)
         texts = list(dict.fromkeys(q["query"] for q in qs))
         seen = set(texts)
         texts += [c for c in dict.fromkeys(c for t in texts for c in clause_texts(t)) if c not in seen]
@@ -162,8 +166,9 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--split", default="tune", choices=["tune", "heldout", "all"])
     ap.add_argument("--corpora", default="metatool,mt15,demo,heldout")
+    ap.add_argument("--no-adapter", action="store_true", help="without the shipped prompt adapter (the baseline)")
     args = ap.parse_args()
-    print("\n".join(run(args.corpora.split(","), args.split)))
+    print("\n".join(run(args.corpora.split(","), args.split, adapter=not args.no_adapter)))
     return 0
 
 

@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from bosun.core.embedding import Embedder, Vectors
 from bosun.core.routing.abstain import SHIPPED, OperatingPoint, admissible, candidate_features, probability
+from bosun.core.routing.adapter import QueryAdapter, for_index
 from bosun.core.routing.background import BACKGROUND
 from bosun.core.routing.calibrate import SelfCalibration, from_null, leave_one_out_z
 from bosun.core.routing.clauses import clauses
@@ -287,6 +288,7 @@ class PolicyIndex:
     bg_texts: list[str] = field(default_factory=list)  # the prompts of bg_vecs, in order
     calibration: SelfCalibration | None = None  # the decision fitted to this corpus (see calibrate.py)
     surface_matrix: Vectors | None = None  # [n_docs, dim] whole-surface vectors, built once (surface_vectors)
+    adapter: QueryAdapter | None = None  # the map every prompt vector takes before scoring (adapter.py)
     by_name: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -307,8 +309,12 @@ class PolicyIndex:
 
 
 def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.float32]], model_id: str,
-                op: OperatingPoint = SHIPPED) -> PolicyIndex:
-    """Fit TF-IDF and gather vectors (``vectors`` maps each text of ``texts_to_embed``)."""
+                op: OperatingPoint = SHIPPED, adapter: QueryAdapter | bool = True) -> PolicyIndex:
+    """Fit TF-IDF and gather vectors (``vectors`` maps each text of ``texts_to_embed``).
+
+    ``adapter``: True uses the package's prompt adapter for ``model_id`` when ``vectors`` show it is that
+    model (``adapter.for_index``); False none; an instance that one (the benches compare them).
+    """
     pols = list(policies)
     dim = next(iter(vectors.values())).shape[0] if vectors else 1
     phrases = Rows.build([[t for t in surface_phrases(p) if t in vectors] for p in pols], vectors, dim)
@@ -320,15 +326,20 @@ def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.fl
     chunk_vectorizer, chunk_matrix = _fit_tfidf(chunks.text)
     index = PolicyIndex(pols, vectorizer, matrix, body_vectorizer, body_matrix, phrases, chunks, model_id,
                         chunk_vectorizer, chunk_matrix)
+    index.adapter = (for_index(model_id, vectors) if adapter is True
+                     else adapter if isinstance(adapter, QueryAdapter) else None)
     bg_texts = [t for t in BACKGROUND if t in vectors]
     bg = [vectors[t] for t in bg_texts]
     if pols and bg:
-        sims = background_scores(index, np.vstack(bg).astype(np.float32))  # [n_background, n_docs]
+        bg_mat = np.vstack(bg).astype(np.float32)
+        if index.adapter is not None:  # background prompts are prompts: the null is measured in the same space
+            bg_mat = index.adapter.apply(bg_mat)
+        sims = background_scores(index, bg_mat)  # [n_background, n_docs]
         index.bg_mean = sims.mean(axis=0).astype(np.float32)
         # a floor on the spread: a document that every background prompt scores alike must not
         # turn a small lift into a huge z
         index.bg_sd = np.maximum(sims.std(axis=0), BG_SD_FLOOR).astype(np.float32)
-        index.bg_vecs = np.vstack(bg).astype(np.float32)
+        index.bg_vecs = bg_mat
         index.bg_texts = bg_texts
         index.calibration = self_calibrate(index, op, sims)
     return index
@@ -556,6 +567,8 @@ def score(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     """
     n = len(index)
     zeros = np.zeros(n, np.float32)
+    if qvec is not None and index.adapter is not None:
+        qvec = index.adapter.apply(qvec)
     lex = lexical_scores(index, prompt) if use_lexical else zeros
     blex = _tfidf_scores(index.body_vectorizer, prompt, n) if use_lexical else zeros
     clex = index.chunks.best_of(
@@ -821,7 +834,10 @@ def _clause_hits(index: PolicyIndex, op: OperatingPoint, clause_vecs: Sequence[t
     found: dict[str, Hit] = {}
     wholes: npt.NDArray[np.float32] | None = None
     if use_semantic and len(index) and clause_vecs:  # every clause's whole-surface cosines in one product
-        wholes = index.surface_vectors() @ np.vstack([v for _, v in clause_vecs]).astype(np.float32).T
+        mat = np.vstack([v for _, v in clause_vecs]).astype(np.float32)
+        if index.adapter is not None:  # score() adapts each clause's own vector the same way
+            mat = index.adapter.apply(mat)
+        wholes = index.surface_vectors() @ mat.T
     for j, (text, vec) in enumerate(clause_vecs):
         sc = score(index, text, vec, op.rrf_k, use_lexical, use_semantic,
                    whole=None if wholes is None else np.ascontiguousarray(wholes[:, j]))
@@ -847,8 +863,9 @@ def _hit(index: PolicyIndex, sc: Scores, doc: int, prompt: str, p: float, use_se
     return Hit(pol.name, p, why, float(sc.lexical[doc]), float(sc.semantic[doc]), needs)
 
 
-def build_index_with(policies: Sequence[Policy], embedder: Embedder) -> PolicyIndex:
+def build_index_with(policies: Sequence[Policy], embedder: Embedder,
+                     adapter: QueryAdapter | bool = True) -> PolicyIndex:
     """Synchronous build for the eval CLI and benches: embed every surface phrase, then index."""
     texts = list(dict.fromkeys(texts_to_embed(policies)))
     vecs = embedder.embed(texts) if texts else np.zeros((0, embedder.dimension()), np.float32)
-    return build_index(policies, dict(zip(texts, vecs, strict=True)), embedder.model_id())
+    return build_index(policies, dict(zip(texts, vecs, strict=True)), embedder.model_id(), adapter=adapter)
