@@ -10,6 +10,7 @@ candidates does not re-tokenise them.
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from functools import cached_property, lru_cache
@@ -170,6 +171,7 @@ def _heading_of(text: str) -> int:
 _IDS: dict[str, bytes] = {}  # distinct term ids, first-occurrence order (int64 bytes)
 _META: dict[str, int] = {}  # ``_meta``: the term count and ``_heading_of`` in one int
 _TEXT_SLOTS = 32_768  # texts held; the oldest quarter goes when full
+_LEARNING = threading.Lock()
 
 
 def _meta(text: str, ids: bytes) -> int:
@@ -181,12 +183,13 @@ def _learn(text: str) -> bytes:
     """Encode a text seen for the first time (held unless it is long)."""
     ids = _encode(text)[0].tobytes()
     if len(text) <= _CACHE_CHARS:
-        if len(_IDS) >= _TEXT_SLOTS:
-            for old in list(islice(_IDS, _TEXT_SLOTS // 4)):
-                del _IDS[old]
-                _META.pop(old, None)
-        _IDS[text] = ids
-        _META[text] = _meta(text, ids)
+        with _LEARNING:  # readers only ``get``; writers (first sights) take turns, so eviction never races
+            if len(_IDS) >= _TEXT_SLOTS:
+                for old in list(islice(_IDS, _TEXT_SLOTS // 4)):
+                    _IDS.pop(old, None)
+                    _META.pop(old, None)
+            _IDS[text] = ids
+            _META[text] = _meta(text, ids)
     return ids
 
 
