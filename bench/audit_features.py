@@ -18,7 +18,7 @@ from bosun.core.audit.align import soft_recall
 from bosun.core.audit.audit import embed_text
 from bosun.core.audit.claims import _LIST_MARK, strip_citations
 from bosun.core.audit.index import build_index
-from bosun.core.audit.match import alignment, candidates, claim_terms, match_claim
+from bosun.core.audit.match import alignment, alignment_extras, candidates, claim_terms, match_claim
 from bosun.core.embedding import text_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -26,6 +26,7 @@ from audit_data import Example
 
 CACHE = Path(os.environ.get("BOSUN_AUDIT_CACHE", "/tmp/bosun-audit-emb.npz"))
 ALIGN_CACHE = CACHE.with_name(CACHE.stem + "-align.json")  # token-alignment features by claim + candidates
+BEST_CACHE = CACHE.with_name(CACHE.stem + "-best.json")  # each claim word's best token cosine, same keys
 
 
 class EmbedCache:
@@ -40,6 +41,8 @@ class EmbedCache:
         self._encoder = None
         self.aligned: dict[str, tuple[float, float]] = (
             {k: tuple(v) for k, v in json.loads(ALIGN_CACHE.read_text()).items()} if ALIGN_CACHE.exists() else {})
+        self.best: dict[str, dict[str, float]] = (
+            json.loads(BEST_CACHE.read_text()) if BEST_CACHE.exists() else {})
         self.dirty = False
 
     def model(self):  # type: ignore[no-untyped-def]
@@ -82,8 +85,18 @@ class EmbedCache:
             self.dirty = True
         return self.aligned[key]
 
+    def best_cosines(self, claim: str, cands: list[str]) -> dict[str, float]:
+        """Each claim word's best token cosine against the candidates (soft_recall), cached on disk."""
+        key = text_key("\x00".join([claim, *cands]))
+        if key not in self.best:
+            states = self.encoder().encode([claim, *cands])
+            self.best[key] = soft_recall(states[0], states[1:])
+            self.dirty = True
+        return self.best[key]
+
     def save(self) -> None:
         if self.dirty:
+            BEST_CACHE.write_text(json.dumps(self.best))
             ALIGN_CACHE.write_text(json.dumps(self.aligned))
             keys = list(self.vecs)
             np.savez(CACHE, keys=np.array(keys), vecs=np.stack([self.vecs[k] for k in keys]))
@@ -114,10 +127,10 @@ def features(ex: Example, emb: EmbedCache | None) -> dict[str, float]:
         texts = [embed_text(index.sentences[s].text) for s in cands]
 
         def compute(encoder):  # type: ignore[no-untyped-def]
-            states = encoder.encode([claim, *texts])
-            return alignment(claim, index, soft_recall(states[0], states[1:]))
+            return alignment(claim, index, emb.best_cosines(claim, texts))
 
         m.features["align"], m.features["align_min"] = emb.align(claim, texts, compute)
+        m.features.update(alignment_extras(claim, index, emb.best_cosines(claim, texts)))
     else:
         m = match_claim(claim, index, contents, terms=terms, cands=cands)
     return m.features

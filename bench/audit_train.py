@@ -55,7 +55,8 @@ METRIC_PRIOR = False
 RESHUFFLES = 7
 SIGN = {"cov1": 1, "cov2": 1, "cov3": 1, "bigram": 1, "clause_min": 1, "sem_max": 1, "sem_best": 1,
         "miss_frac": -1, "miss_max": -1, "num_missing": -1, "mismatch": -1, "specific_cov": 1, "sem_union": 1,
-        "log_sentences": -1, "align": 1, "align_min": 1}
+        "log_sentences": -1, "align": 1, "align_min": 1, "align_q25": 1, "align_low": -1, "align_specific": 1,
+        "align_worst": 1, "align_gaps": -1}
 ARMS = {
     "lexical": LEXICAL_FEATURES,
     "semantic": ("sem_max", "sem_best", "mismatch"),

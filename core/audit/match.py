@@ -59,7 +59,7 @@ MEASURED_FEATURES = ("sem_union",)
 ALIGNED_FEATURES = (*SEMANTIC_FEATURES, "align")
 # computed and reported, not in the model: the alignment of the claim's worst clause (WiCE CV up,
 # ExpertQA CV and transfer down; bench/audit_train.py --ablate)
-ALIGN_MEASURED = ("align_min",)
+ALIGN_MEASURED = ("align_min", "align_q25", "align_low", "align_specific", "align_worst", "align_gaps")
 SEM_UNION_K = 3  # candidates averaged for sem_union, as many as the greedy cover uses
 
 # a number, or a capitalised word that does not open the claim or a sentence of it: a name or a date
@@ -225,6 +225,7 @@ def match_claim(
         "sem_union": _sem_union(claim_vec, cands, cand_vecs, sem) if sem is not None else 0.0,
     }
     features["align"], features["align_min"] = alignment(claim_text, index, aligned)
+    features.update(alignment_extras(claim_text, index, aligned))
     return ClaimMatch(features, evidence, cands[best_i], float(cov[best_i]), mismatches, cands,
                       weakest[1] if weakest is not None else None)
 
@@ -255,11 +256,38 @@ def alignment(claim: str, index: SentenceIndex, best: dict[str, float] | None) -
     return aligned_coverage(best, weights, [toks for _, toks in clauses(claim)])
 
 
+LOW_COSINE = 0.5  # a claim word whose best token cosine is below this has no counterpart (fixed a priori:
+# the same word in two contexts aligns at ~0.8-0.95, a synonym ~0.5, an unrelated word ~0.2-0.35)
+LOW_QUANTILE = 0.25  # align_q25: the best cosine below which a quarter of the claim's IDF weight lies
+
+
+def alignment_extras(claim: str, index: SentenceIndex, best: dict[str, float] | None) -> dict[str, float]:
+    """The weak end of the alignment, where a partially supported claim differs from a supported one: the
+    IDF-weighted lower quartile of the claim words' best cosines (``align_q25``), the IDF-weighted share of
+    words below ``LOW_COSINE`` (``align_low``), and the worst best cosine among the claim's specific words,
+    numbers and names (``align_specific``, 1 when it has none)."""
+    if not best:
+        return {"align_q25": 0.0, "align_low": 1.0 if best is not None else 0.0, "align_specific": 0.0,
+                "align_worst": 0.0, "align_gaps": 0.0}
+    toks = list(best)
+    cos = np.array([best[t] for t in toks])
+    w = np.array([index.idf(t) for t in toks])
+    total = float(w.sum()) or 1.0
+    order = np.argsort(cos, kind="stable")
+    reach = np.cumsum(w[order]) / total
+    q25 = float(cos[order][int(np.searchsorted(reach, LOW_QUANTILE))]) if len(toks) else 0.0
+    specific = [best[t] for t in _specific_tokens(claim) if t in best]
+    return {"align_q25": q25, "align_low": float(w[cos < LOW_COSINE].sum() / total),
+            "align_specific": min(specific) if specific else 1.0, "align_worst": float(cos.min()),
+            "align_gaps": math.log1p(int((cos < LOW_COSINE).sum()))}
+
+
 def _empty_features(n_tok: int, n_sentences: int) -> dict[str, float]:
     return {"cov1": 0.0, "cov2": 0.0, "cov3": 0.0, "miss_frac": 1.0 if n_tok else 0.0, "miss_max": 1.0 if n_tok else 0.0,
             "clause_min": 0.0, "bigram": 0.0, "num_missing": 0.0, "mismatch": 0.0, "n_clauses": 0.0,
             "specific_cov": 0.0, "log_sentences": math.log1p(n_sentences), "sem_max": 0.0, "sem_best": 0.0, "sem_union": 0.0,
-            "align": 0.0, "align_min": 0.0}
+            "align": 0.0, "align_min": 0.0, "align_q25": 0.0, "align_low": 0.0, "align_specific": 0.0,
+            "align_worst": 0.0, "align_gaps": 0.0}
 
 
 def _mismatches(claim: str, evidence: list[int], index: SentenceIndex, contents: list[str],
