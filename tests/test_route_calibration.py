@@ -221,6 +221,7 @@ async def test_build_completes_with_calibration_in_listing(tmp_path: Path) -> No
     listing = await svc.listing()
     assert listing["calibration"]["background_prompts"] == len(BACKGROUND)
     assert listing["calibration_summary"].startswith("self-calibrated on this corpus")
+    assert listing["prompt_adapter"] is False  # no adapter ships for the hash embedder
     out = await svc.route("database schema migrations for team 1")
     assert f"threshold {listing['calibration']['threshold']:.2f}" in " ".join(out["notices"]) and "index" not in out
     assert "calibration" not in out  # the full figures live in the listing, not in every answer

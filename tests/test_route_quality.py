@@ -51,6 +51,8 @@ async def test_demo_corpus_ranking_abstention_and_evidence(real_client: Client, 
     # the only notice is the corpus's self-calibration: no divergence (same model the weights came from)
     assert [n for n in out.get("notices", []) if "far from" in n] == []
     assert any(n.startswith("self-calibrated on this corpus") for n in out["notices"])
+    # the real model's prompts go through the package's adapter (its probe matched the live model)
+    assert (await svc.listing())["prompt_adapter"] is True
 
 
 def test_divergence_reasons() -> None:

@@ -420,8 +420,9 @@ class PolicyService:
         self._cache.clear()
         self.changes.notify("policies")
         cal = index.calibration.describe() if index.calibration is not None else "not calibrated (no documents)"
-        route_log.info("policy index generation %d: %d documents in %.3fs%s; %s", served.generation, len(index),
-                       served.build_seconds, "" if complete else " (surfaces only)", cal)
+        route_log.info("policy index generation %d: %d documents in %.3fs%s; %s%s", served.generation, len(index),
+                       served.build_seconds, "" if complete else " (surfaces only)", cal,
+                       "; prompt adapter on" if index.adapter is not None else "")
         return served
 
     def calibrated(self) -> bool:
@@ -525,6 +526,8 @@ class PolicyService:
             "calibration_summary": (served.index.calibration.describe()
                                     if self.calibrated() and served.index.calibration is not None
                                     else f"explicit operating point {self.operating_point().source}"),
+            # prompts go through the package's learned adapter for this model (core/routing/adapter.py)
+            "prompt_adapter": served.index.adapter is not None,
             "index": self.index_state(),
         }
 
