@@ -11,16 +11,21 @@ its timing is taken inside that process, so process start-up is not counted.
   ProvenanceMiddleware, whose BM25 index is cached by chunk set);
 - cold: chunks never seen (bosun: caches cleared; dokis: a new ProvenanceMiddleware).
 Rounds are interleaved (bosun, dokis, bosun, ...); reported: medians per round and the median of
-the per-round ratios. The semantic (default) matcher is timed warm with the real model and cached
-embeddings, and cold with the embedding time counted separately (it depends on the model's load);
-the token alignment (the default whenever the model's ONNX session is at hand) is timed against the
-semantic matcher without it, interleaved, and the word states of new texts separately.
+the per-round ratios. The first table is the lexical matcher (``bm25``). The second is the default
+matcher (semantic + token alignment, as the daemon runs it: one model pass per new text gives its
+sentence vector and its token states) against dokis in the same run: warm (every text seen before:
+cache lookups), beside the semantic matcher without the alignment; cold (chunks and texts never
+seen, so the model runs over the claims and their candidate sentences), beside round 3's two model
+passes. BLAS runs one thread, as in the daemon (server/cli.py sets OPENBLAS_NUM_THREADS=1).
 """
 
 from __future__ import annotations
 
-import json
 import os
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the daemon (server/cli.py), before numpy loads
+
+import json
 import statistics
 import subprocess
 import sys
@@ -32,13 +37,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import expertqa
 
-from bosun.core.audit.align import encoder_from_embedder
+from bosun.core.audit.align import encoder_from_embedder, one_pass_words
 from bosun.core.audit.audit import audit, plan_audit
 from bosun.core.audit.config import AuditConfig
 from bosun.core.audit.index import clear_caches
 
 DOKIS_PY = Path(os.environ.get("DOKIS_PYTHON", "/tmp/dokis-venv/bin/python"))
 ROUNDS = 5
+COLD_ROUNDS = 3
 
 DOKIS_TIMER = r"""
 import json, sys, time, statistics, logging
@@ -132,7 +138,10 @@ def fifty_by_ten(chunks: list[dict[str, Any]], claims: list[str]) -> list[str]:
 
 
 def semantic(chunks: list[dict[str, Any]], claims: list[str]) -> list[str]:
-    """The default matcher with the real model: model load, first (embedding) call, warm calls."""
+    """The default matcher (semantic + token alignment) with the real model, against dokis in the same run:
+    warm (every text seen before) and cold (chunks and texts never seen: the model runs), beside the
+    semantic matcher without the alignment (warm) and the previous two-pass way (cold: ``embed`` and the
+    token states as two model runs)."""
     try:
         from bosun.core.embedding import CachingEmbedder
         from bosun.server.model import ModelSpec, load_embedder
@@ -141,50 +150,88 @@ def semantic(chunks: list[dict[str, Any]], claims: list[str]) -> list[str]:
     t = time.perf_counter()
     model = CachingEmbedder(load_embedder(Path(os.environ.get("BOSUN_HOME", str(Path.home() / ".bosun"))), ModelSpec()))
     load = time.perf_counter() - t
+    encoder = encoder_from_embedder(model)
+    if encoder is None:
+        return ["- semantic: the model gives no token states, not measured"]
     cfg = AuditConfig()
     response = " ".join(claims[:10])
-    lines = [f"- semantic (default): model load {load:.2f} s (paid once by the daemon, at start)"]
-    encoder = encoder_from_embedder(model)
+    one_pass = one_pass_words(encoder, model)
+
+    def default(part: list[dict[str, Any]]) -> Any:
+        return audit("", part, response, cfg, embed=model.embed, words=one_pass)
+
+    def two_pass(part: list[dict[str, Any]]) -> Any:  # round 3: token states, then embed runs the model again
+        return audit("", part, response, cfg, embed=model.embed, words=encoder.encode)
+
+    def no_align(part: list[dict[str, Any]]) -> Any:
+        return audit("", part, response, cfg, embed=model.embed)
+
+    def forget() -> None:
+        clear_caches()
+        encoder.clear()
+        model.clear()
+
+    lines = [f"model load {load:.2f} s (paid once by the daemon, at start); OPENBLAS_NUM_THREADS="
+             f"{os.environ.get('OPENBLAS_NUM_THREADS')}, model threads {ModelSpec().threads}\n",
+             "| chunks | texts embedded | mode | default: semantic + alignment (ms) | semantic, no alignment (ms) "
+             "| dokis 0.3.0 (ms) | default / dokis (median of rounds) | default / no alignment |",
+             "|---:|---:|---|---:|---:|---:|---:|---:|"]
     for n_chunks in (10, 100, 641):
         part = chunks[:n_chunks]
-        clear_caches()
-        t = time.perf_counter()
-        audit("", part, response, cfg, embed=model.embed)
-        first = time.perf_counter() - t
-        warm = median_time(lambda part=part: audit("", part, response, cfg, embed=model.embed), 20)
-        lines.append(f"- semantic without token alignment, 10 claims x {n_chunks} chunks: first call {first * 1e3:.0f} ms "
-                     f"(embeds the claims and their candidate sentences only), warm median **{warm * 1e3:.2f} ms**")
-        if encoder is None:
-            lines.append("- token alignment: the model exposes no ONNX session, not measured")
-            continue
-        texts = plan_audit("", part, response, cfg).texts_to_embed()
-        encoder._cache.clear()
-        t = time.perf_counter()
-        encoder.encode(texts)
-        states = time.perf_counter() - t
-        rounds: list[tuple[float, float]] = []
-        for _ in range(ROUNDS):  # interleaved: without, with
-            off = median_time(lambda part=part: audit("", part, response, cfg, embed=model.embed), 10)
-            on = median_time(lambda part=part: audit("", part, response, cfg, embed=model.embed, words=encoder.encode), 10)
-            rounds.append((off, on))
-        off_m = statistics.median(r[0] for r in rounds)
-        on_m = statistics.median(r[1] for r in rounds)
-        ratio = statistics.median(r[1] / r[0] for r in rounds)
-        lines.append(f"- default (semantic + token alignment), 10 claims x {n_chunks} chunks: word states of "
-                     f"{len(texts)} texts {states * 1e3:.0f} ms when new (paid once per text, cached by digest); "
-                     f"warm median **{on_m * 1e3:.2f} ms** vs {off_m * 1e3:.2f} ms without (**{ratio:.2f}x**, "
-                     f"median of {ROUNDS} interleaved rounds)")
+        n_texts = len(plan_audit("", part, response, cfg).texts_to_embed())
+        default(part)
+        on_all, off_all, d_all, r_dokis, r_off = [], [], [], [], []
+        for _ in range(ROUNDS):  # interleaved: default, no alignment, dokis
+            on = median_time(lambda part=part: default(part), 10)
+            off = median_time(lambda part=part: no_align(part), 10)
+            d = dokis_time(part, response, 10, False)
+            on_all.append(on)
+            off_all.append(off)
+            r_off.append(on / off)
+            if d is not None:
+                d_all.append(d)
+                r_dokis.append(on / d)
+        lines.append(_row(n_chunks, n_texts, "warm", on_all, off_all, d_all, r_dokis, r_off))
+        on_all, off_all, d_all, r_dokis, r_off = [], [], [], [], []
+        for _ in range(COLD_ROUNDS):  # interleaved: one pass, two passes, dokis
+            on = median_time(lambda part=part: default(part), 1, forget)
+            off = median_time(lambda part=part: two_pass(part), 1, forget)
+            d = dokis_time(part, response, 3, True)
+            on_all.append(on)
+            off_all.append(off)
+            r_off.append(on / off)
+            if d is not None:
+                d_all.append(d)
+                r_dokis.append(on / d)
+        lines.append(_row(n_chunks, n_texts, "cold (model runs)", on_all, off_all, d_all, r_dokis, r_off,
+                          "two model passes (round 3)"))
     return lines
 
 
+def _row(n_chunks: int, n_texts: int, mode: str, on: list[float], off: list[float], dokis: list[float],
+         r_dokis: list[float], r_off: list[float], off_name: str = "") -> str:
+    dok = f"{statistics.median(dokis) * 1e3:.1f}" if dokis else "n/a"
+    rd = f"**{statistics.median(r_dokis):.2f}x**" if r_dokis else "n/a"
+    off_cell = f"{statistics.median(off) * 1e3:.1f}" + (f" ({off_name})" if off_name else "")
+    return (f"| {n_chunks} | {n_texts} | {mode} | {statistics.median(on) * 1e3:.1f} | {off_cell} | {dok} | {rd} "
+            f"| {statistics.median(r_off):.2f}x |")
+
+
 def main() -> None:
+    print(f"({_load()}, {os.cpu_count()} cores)\n")
     chunks, claims = corpus()
     total = sum(len(c["content"]) for c in chunks)
     print(f"### 10 claims against 10 / 100 / 641 chunks ({total / 1e3:.0f} KB of ExpertQA passages)\n")
     print("\n".join(versus_dokis(chunks, claims)))
     print()
     print("\n".join(fifty_by_ten(chunks, claims)))
+    print(f"\n### the default matcher (semantic + token alignment), 10 claims ({_load()})\n")
     print("\n".join(semantic(chunks, claims)))
+    print(f"\n(load at the end: {_load()})")
+
+
+def _load() -> str:
+    return "load average " + " / ".join(f"{x:.1f}" for x in os.getloadavg())
 
 
 if __name__ == "__main__":
