@@ -73,6 +73,22 @@ class SQLiteRefIndex:
     async def resolve(self, ref: str, field: str = "ref") -> str:
         return await resolve_prefix(self, ref, field)
 
+    async def resolve_with_data(self, ref: str, field: str = "ref") -> tuple[str, bytes | None]:
+        """``resolve`` plus the stored bytes, in one reader hop for a short ref (a recall would otherwise
+        pay a second hop for ``RefStore.get``); bytes None for a full ref, which needs no lookup here.
+
+        Same answers and errors as ``resolve``; the caller still verifies the bytes against the digest."""
+        hexpart = split_ref(ref, field)
+        if len(hexpart) == 64:
+            return hexpart, None
+        rows = await fetch(self.conn, "SELECT sha256, data FROM refs WHERE sha256 >= ? AND sha256 < ? "
+                           "ORDER BY sha256 LIMIT 2", (hexpart, hexpart + "g"), "resolve a short ref")
+        if not rows:
+            raise NotFound("ref", f"mem://sha256:{hexpart}", "no stored payload has this prefix")
+        if len(rows) > 1:
+            raise InvalidInput(field, f"prefix {hexpart} matches several refs", "give more hex digits or the full ref")
+        return str(rows[0][0]), bytes(rows[0][1])
+
     async def complete(self, hexpart: str, limit: int) -> list[str]:
         upper = hexpart + "g"  # 'g' sorts after every hex digit
         rows = await fetch(self.conn, "SELECT sha256 FROM refs WHERE sha256 >= ? AND sha256 < ? ORDER BY sha256 LIMIT ?",

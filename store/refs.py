@@ -255,6 +255,18 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+async def verified(digest: str, data: bytes) -> bytes:
+    """``data`` if it hashes to ``digest``, else IntegrityError: every read path checks the same way."""
+    # hashlib releases the GIL on large buffers: verifying 100 MB in a thread keeps the loop serving
+    actual = (await asyncio.to_thread(_sha256, data)) if len(data) > (1 << 20) else _sha256(data)
+    if actual != digest:
+        raise IntegrityError(
+            f"ref {make_ref(digest)} failed verification: stored bytes hash to sha256:{actual}; "
+            "the store was altered outside bosun"
+        )
+    return data
+
+
 class SQLiteRefStore:
     """Blobs in the ``refs`` table of the bosun database.
 
@@ -311,15 +323,7 @@ class SQLiteRefStore:
         rows = await fetch(self.reader, "SELECT data FROM refs WHERE sha256 = ?", (digest,), "read the payload")
         if not rows:
             raise NotFound("ref", make_ref(digest), "it was never stored here (check BOSUN_HOME)")
-        data = bytes(rows[0][0])
-        # hashlib releases the GIL on large buffers: verifying 100 MB in a thread keeps the loop serving
-        actual = (await asyncio.to_thread(_sha256, data)) if len(data) > (1 << 20) else _sha256(data)
-        if actual != digest:
-            raise IntegrityError(
-                f"ref {make_ref(digest)} failed verification: stored bytes hash to sha256:{actual}; "
-                "the store was altered outside bosun"
-            )
-        return data
+        return await verified(digest, bytes(rows[0][0]))
 
     async def info(self, ref: str) -> RefInfo:
         digest = parse_ref(ref)

@@ -246,3 +246,30 @@ async def test_concurrent_writes_on_the_shared_connection_never_misuse_it(tmp_pa
             assert len(set(refs)) == 60
     finally:
         await conn.close()
+
+
+async def test_recall_one_hop_read_answers_as_resolve_then_get(tmp_path: Path) -> None:
+    """``RefResolver.read`` (one reader hop on SQLite) gives what resolve + get give: bytes, errors, integrity."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    from bosun.server.services.recall import RefResolver
+
+    stores = await open_stores(tmp_path / "b.db", None)
+    try:
+        reader = RefResolver(cast(Any, SimpleNamespace(store_set=stores, refs=stores.refs)))
+        refs = [parse_ref(r) for r in await stores.refs.put_many([(f"blob {i}".encode(), "text/plain")
+                                                                   for i in range(40)])]
+        one = refs[0]
+        for spelling in ("mem://sha256:" + one[:16], one, "sha256:" + one[:20].upper()):
+            assert await reader.read(spelling) == (one, await stores.refs.get(one))
+        unknown = next(p for p in ("0" * 12, "f" * 12) if not any(r.startswith(p) for r in refs))
+        with pytest.raises(NotFound, match="no stored payload"):
+            await reader.read(unknown)
+        with pytest.raises(InvalidInput, match="ref"):
+            await reader.read("mem://sha256:xyz")
+        raw_fetch(tmp_path / "b.db", "UPDATE refs SET data = ? WHERE sha256 = ?", (b"tampered", one))
+        with pytest.raises(IntegrityError, match="failed verification"):
+            await reader.read("mem://sha256:" + one[:16])
+    finally:
+        await stores.aclose()

@@ -13,8 +13,8 @@ from bosun.core.offload.offload import short_ref
 from bosun.core.offload.query import run_query
 from bosun.core.tokens import estimate_tokens
 from bosun.server.services.tasks import TaskService
-from bosun.store.refindex import RefIndex
-from bosun.store.refs import make_ref
+from bosun.store.refindex import RefIndex, SQLiteRefIndex
+from bosun.store.refs import SQLiteRefStore, make_ref, verified
 
 if TYPE_CHECKING:
     from bosun.server.engine import Engine
@@ -34,6 +34,20 @@ class RefResolver:
             self._index = self.engine.store_set.ref_index  # SQLite or PostgreSQL (store/backend.py)
         return await self._index.resolve(ref, field)
 
+    async def read(self, ref: str) -> tuple[str, bytes]:
+        """(digest, verified bytes) of a full or short ref: on SQLite a short ref is resolved and read in one
+        reader hop instead of two (each hop is a thread handoff: a third of recall's own CPU)."""
+        if self._index is None:
+            self._index = self.engine.store_set.ref_index
+        index, refs = self._index, self.engine.refs
+        if isinstance(index, SQLiteRefIndex) and isinstance(refs, SQLiteRefStore) and index.conn is refs.reader:
+            digest, data = await index.resolve_with_data(ref)
+            if data is not None:
+                return digest, await verified(digest, data)
+        else:
+            digest = await index.resolve(ref)
+        return digest, await refs.get(digest)
+
 
 class RecallService:
     """recall(ref, op, ...) and the ledger entry it leaves when the caller names its task."""
@@ -49,8 +63,7 @@ class RecallService:
         The bytes come through ``RefStore.get`` (re-hashed on every read); the text is the
         recalled part under a one-line header, not JSON-escaped.
         """
-        digest = await self.resolver.resolve(ref)
-        data = await self.engine.refs.get(digest)
+        digest, data = await self.resolver.read(ref)
         # scoring a query over a large payload is pure Python: in a thread the event loop keeps serving
         # the other agents (the GIL is handed over every few ms) instead of waiting for the whole scan
         res = await asyncio.to_thread(run_query, data, op, **query) if len(data) > OFF_LOOP_BYTES else \
