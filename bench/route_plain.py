@@ -37,7 +37,7 @@ DEMO = [
     ("Populate the new status field for all existing rows", ["database-migrations"]),
     ("Bump lodash to the latest major", ["dependency-management"]),
     ("Can I pull in a library from npm to parse dates?", ["dependency-management"]),
-    ("Can we ship the hotfix on December 27th?", ["deploy-freeze-2024"]),
+    ("Can we ship the hotfix on December 27th?", ["production-deploys"]),  # the freeze policy is superseded
     ("Make the signup dialog usable without a mouse", ["frontend-accessibility"]),
     ("Is light grey text on white readable enough for the settings page?", ["frontend-accessibility"]),
     ("I messed up my last three commits, can I squash them and overwrite the remote?", ["git-history"]),
