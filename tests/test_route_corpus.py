@@ -159,3 +159,42 @@ def test_untitled_document_is_labelled_by_its_split_name() -> None:
     assert titled is not None
     phrases = surface_phrases(titled)
     assert "Deploy policy" in phrases and "deploy policy" not in phrases
+
+
+NO_TRIGGER = """# Backups and restore drills
+
+**Family:** infrastructure
+**Status:** active
+
+A backup nobody has restored is a hope. This standard covers every datastore we cannot
+regenerate: the Postgres clusters and the object buckets.
+
+## Rules
+1. Restore drills run every quarter.
+"""
+
+
+def test_a_document_without_a_trigger_line_routes_on_its_title_and_opening_paragraph() -> None:
+    p = parse_policy("/x/backup-restore.md", NO_TRIGGER)
+    assert p is not None and p.surface_derived
+    assert p.surface.startswith("Backups and restore drills: A backup nobody has restored is a hope.")
+    assert "Restore drills run every quarter" not in p.surface  # the lead, not the rules
+    assert "Family" not in p.surface and p.family == "infrastructure"
+    assert p.summary()["surface_derived"] is True
+    declared = parse_policy("/x/deploy-policy.md", OIAX)
+    assert declared is not None and not declared.surface_derived and "surface_derived" not in declared.summary()
+
+
+def test_a_derived_surface_is_cut_at_a_sentence_end_and_needs_a_real_paragraph() -> None:
+    long_body = "# Title\n\n" + " ".join(f"Sentence number {i} says something here." for i in range(40)) + "\n"
+    p = parse_policy("t.md", long_body)
+    assert p is not None and len(p.surface) <= 410 and p.surface.endswith(".")
+    assert parse_policy("thin.md", "# Thin\n\nToo short.\n") is None
+    assert parse_policy("list.md", "# Only a list\n\n- one thing to do\n- another thing to do here now\n") is None
+
+
+def test_scan_warns_when_a_surface_was_derived(tmp_path: Path) -> None:
+    _write(tmp_path, "backup-restore.md", NO_TRIGGER)
+    scan = scan_corpus([tmp_path])
+    assert [p.name for p in scan.policies] == ["backup-restore"]
+    assert any("backup-restore.md: no **Agent-trigger:** line" in w and "opening paragraph" in w for w in scan.warnings)

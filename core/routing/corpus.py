@@ -9,6 +9,10 @@ what the document governs, which is the only part the router scores:
 * Claude skills: ``SKILL.md`` with YAML front matter ``name`` and ``description``;
 * Cursor rules: ``.mdc`` with a ``description:`` front matter.
 
+A document that declares none of these is still routed: its surface is derived from its
+title and opening paragraph (``surface_derived``), because an author who wrote a policy
+without a trigger line still expects it to be found; the loader says so in a warning.
+
 The front-matter parser is deliberately tiny (scalars, quoted strings, ``>``/``|``
 blocks, inline and dash lists): that is all these formats use, and it keeps
 PyYAML out of the dependency list.
@@ -52,6 +56,7 @@ class Policy:
     requires: tuple[str, ...] = ()
     see_also: tuple[str, ...] = ()
     extra: dict[str, str] = field(default_factory=dict)
+    surface_derived: bool = False  # no trigger line or description: title + opening paragraph
 
     @property
     def sha256(self) -> str:
@@ -60,6 +65,8 @@ class Policy:
     def summary(self) -> dict[str, object]:
         """Metadata for listings: never the rule text."""
         out: dict[str, object] = {"name": self.name, "surface": self.surface, "format": self.fmt}
+        if self.surface_derived:
+            out["surface_derived"] = True
         if self.title:
             out["title"] = self.title
         if self.family:
@@ -153,6 +160,42 @@ def _title(body: str) -> str:
     return ""
 
 
+DERIVED_MIN_WORDS = 6  # an opening paragraph shorter than this says too little to route on
+DERIVED_MAX_CHARS = 400  # about a trigger line's length: the lead, not the whole rulebook
+_FIELD_LINE_RE = re.compile(r"^\s*[-*]?\s*\*\*[A-Za-z][A-Za-z -]*?(:\*\*|\*\*:)")
+
+
+def _opening_paragraph(body: str) -> str:
+    """The first prose paragraph of a markdown body (no heading, field line, list, code or table)."""
+    lines: list[str] = []
+    fence = False
+    for raw in body.split("\n"):
+        line = raw.strip()
+        if line.startswith(("```", "~~~")):
+            fence = not fence
+            if lines:
+                break
+            continue
+        prose = bool(line) and not fence and not line.startswith(("#", "|", ">", "<!--", "---"))
+        prose = prose and not _FIELD_LINE_RE.match(line) and not re.match(r"^([-*+]|\d+[.)])\s", line)
+        if prose:
+            lines.append(line)
+        elif lines:
+            break
+    return " ".join(" ".join(lines).split())
+
+
+def derive_surface(title: str, body: str) -> str:
+    """Title plus the opening paragraph's lead, cut at a sentence end near DERIVED_MAX_CHARS; "" if too thin."""
+    lead = _opening_paragraph(body)
+    if len(lead.split()) < DERIVED_MIN_WORDS:
+        return ""
+    if len(lead) > DERIVED_MAX_CHARS:
+        cut = max(lead.rfind(". ", 0, DERIVED_MAX_CHARS), lead.rfind("; ", 0, DERIVED_MAX_CHARS))
+        lead = lead[: cut + 1] if cut > DERIVED_MAX_CHARS // 3 else lead[:DERIVED_MAX_CHARS].rsplit(" ", 1)[0]
+    return f"{title}: {lead}" if title else lead
+
+
 def _as_text(value: object) -> str:
     if isinstance(value, list):
         return ", ".join(str(v) for v in value)
@@ -160,7 +203,7 @@ def _as_text(value: object) -> str:
 
 
 def parse_policy(filename: str, text: str, stem: str | None = None) -> Policy | None:
-    """Parse one file; None when it has no routing surface (the caller warns, naming it).
+    """Parse one file; None when it has no routing surface, declared or derived (the caller warns).
 
     ``filename`` picks the format (``SKILL.md``, ``*.mdc``, other ``*.md``); ``stem``
     is the default name (for a skill, its directory name).
@@ -195,6 +238,11 @@ def parse_policy(filename: str, text: str, stem: str | None = None) -> Policy | 
         if not surface:
             surface = meta.get("agent-trigger", "")
     surface = " ".join(surface.split())
+    title = _title(body) or _as_text(front.get("title"))
+    derived = False
+    if not surface:
+        surface = derive_surface(title, body)
+        derived = bool(surface)
     if not surface:
         return None
     if not NAME_RE.match(name):
@@ -215,13 +263,14 @@ def parse_policy(filename: str, text: str, stem: str | None = None) -> Policy | 
         text=text,
         source=filename,
         fmt=fmt,
-        title=_title(body) or _as_text(front.get("title")),
+        title=title,
         family=(meta.get("family") or _as_text(front.get("family"))).strip(),
         status=status,
         depends_on=rel["depends_on"],
         requires=rel["requires"],
         see_also=rel["see_also"],
         extra=extra,
+        surface_derived=derived,
     )
 
 

@@ -130,9 +130,15 @@ def scan_corpus(dirs: list[Path]) -> Scan:
                 continue
             if policy is None:
                 warnings.append(
-                    f"{path}: no routing surface (an **Agent-trigger:** line or a front-matter description); skipped"
+                    f"{path}: no routing surface (an **Agent-trigger:** line, a front-matter description, or a "
+                    "title with an opening paragraph); skipped"
                 )
                 continue
+            if policy.surface_derived:
+                warnings.append(
+                    f"{path}: no **Agent-trigger:** line or description; routed on its title and opening paragraph "
+                    "(add a trigger line to say what it governs)"
+                )
             if not is_active(policy):
                 inactive.append(policy.name)
                 continue
