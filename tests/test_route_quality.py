@@ -99,3 +99,24 @@ def test_each_clause_finds_its_own_document() -> None:
     # each clause faces the same bar as a prompt: one no candidate clears adds nothing
     assert _clause_hits(index, SHIPPED, list(zip(parts, vecs, strict=True)), set(), 1.01, GATE_OFF,
                         True, True) == []
+
+
+def test_once_the_prompt_routed_a_clause_fills_the_free_slot_at_the_first_document_bar() -> None:
+    from bosun.core.embedding import HashEmbedder
+    from bosun.core.routing.abstain import GATE_OFF
+    from bosun.core.routing.calibrate import SelfCalibration
+    from bosun.core.routing.route import clause_texts, route
+
+    index = _finance_news_index()
+    emb = HashEmbedder(64)
+    prompt = "share quotes and stock market prices for Amazon, and breaking news headlines today"
+    parts = clause_texts(prompt)
+    assert parts[-1] == "breaking news headlines today"
+    cv = list(zip(parts, emb.embed(parts), strict=True))
+    qvec = emb.embed([prompt])[0]
+    # the prompt's own runner-up and any clause on its own face an impossible bar; its first document does not
+    cal = SelfCalibration(0.0, GATE_OFF, 1.01, 1, 0.0, 0.0, clause_threshold=1.01, clause_solo_bg_z=GATE_OFF)
+    out = route(index, prompt, qvec, SHIPPED, clause_vecs=cv, calibration=cal)
+    assert [h.name for h in out.hits] == ["finance", "news"]  # the news clause takes the free slot
+    silent = SelfCalibration(1.01, GATE_OFF, 1.01, 1, 0.0, 0.0, clause_threshold=1.01, clause_solo_bg_z=GATE_OFF)
+    assert route(index, prompt, qvec, SHIPPED, clause_vecs=cv, calibration=silent).hits == []  # no abstention undone

@@ -784,9 +784,11 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     (an explicit TOML point calibrated with labels).
 
     ``clause_vecs``: the prompt's clauses (``clause_texts``) with their vectors. Each clause is scored as
-    a prompt of its own; its best document, when the same decision admits it at the clause bar of the
-    self-calibration (never below the prompt's first-document bar), fills a free slot, also when the
-    whole prompt abstained (``_clause_hits``): a two-intent prompt gets a document per intent.
+    a prompt of its own; its best document fills a free slot when the same decision admits it
+    (``_clause_hits``): a two-intent prompt gets a document per intent. When the whole prompt abstained
+    the clause faces the self-calibration's stricter clause bar (each clause is one more test against the
+    null); once the prompt routed a document, the prompt's own first-document bar (a false alarm is
+    already decided by then, only the second slot is at stake).
 
     ``calibration``: the same index's null read at other levels (``SelfCalibration.at``; the Tool Compass).
     """
@@ -816,6 +818,10 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
             cal.clause_threshold if cal is not None and cal.clause_threshold is not None else thr)
         cgate = (cal.clause_solo_bg_z if explicit_gate is None and cal is not None
                  and cal.clause_solo_bg_z is not None else solo_bg_z)
+        if hits:
+            # the prompt already routed, so a clause can no longer turn an abstention into a false alarm:
+            # only the free slot is at stake, and its document faces the prompt's own first-document bar
+            cthr, cgate = min(cthr, thr), solo_bg_z
         for extra in _clause_hits(index, op, clause_vecs, taken, cthr, cgate, use_lexical, use_semantic, gap):
             if len(hits) < k and extra.name not in taken:
                 hits.append(extra)
