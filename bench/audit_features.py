@@ -24,6 +24,8 @@ from bosun.core.embedding import text_key
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import Example
 
+SHIFT_K = 5  # sentences kept per claim in the evidence-shift variant (FEVER-style sets give ~5)
+
 CACHE = Path(os.environ.get("BOSUN_AUDIT_CACHE", "/tmp/bosun-audit-emb.npz"))
 ALIGN_CACHE = CACHE.with_name(CACHE.stem + "-align.json")  # token-alignment features by claim + candidates
 BEST_CACHE = CACHE.with_name(CACHE.stem + "-best.json")  # each claim word's best token cosine, same keys
@@ -134,3 +136,24 @@ def features(ex: Example, emb: EmbedCache | None) -> dict[str, float]:
     else:
         m = match_claim(claim, index, contents, terms=terms, cands=cands)
     return m.features
+
+
+def shifted(ex: Example, emb: EmbedCache, k: int = SHIFT_K) -> Example:
+    """The same claim against only the ``k`` of its candidate sentences most similar to it (the model's
+    cosine), one sentence per chunk: short, retrieved evidence, as FEVER-style sets (a claim and ~5
+    Wikipedia sentences) give it. The label is kept, so a supported claim whose support was not retrieved
+    becomes noise for every arm alike. It shifts what the features see (size of the evidence, the IDF of
+    the call, how much of a page is around the support) without new data."""
+    if not ex.chunks:
+        return ex
+    index = build_index([c["content"] for c in ex.chunks])
+    claim = clean_claim(ex.claim)
+    cands = candidates(claim_terms(claim, index), index)
+    if not cands:
+        return Example(ex.dataset, ex.group, ex.claim, [], ex.label, ex.judgeable)
+    v = emb.embed([embed_text(claim)] + [embed_text(index.sentences[s].text) for s in cands])
+    order = np.argsort(-(v[1:] @ v[0]), kind="stable")[:k]
+    keep = sorted(cands[int(i)] for i in order)
+    chunks = [{"content": index.sentences[s].text, "source_url": ex.chunks[index.sentences[s].chunk].get("source_url"),
+               "id": f"s{s}"} for s in keep]
+    return Example(ex.dataset, ex.group, ex.claim, chunks, ex.label, ex.judgeable)

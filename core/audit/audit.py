@@ -36,6 +36,7 @@ from bosun.core.audit.index import SentenceIndex, build_index
 from bosun.core.audit.match import (
     ClaimMatch,
     ClaimTerms,
+    at_most_partial,
     candidates_many,
     claim_terms,
     has_uncovered_clause,
@@ -340,9 +341,10 @@ def _claim_record(
                    evidence=[_span(plan, s) for s in m.evidence], mismatches=[x.to_dict() for x in m.mismatches],
                    note="contradicted: " + "; ".join(f"{x.kind}: {x.note}" for x in m.mismatches))
         return rec
-    if conf >= cfg.claim_threshold and m.evidence and has_uncovered_clause(m.features):
-        rec.update(verdict="partially_supported", evidence=[_span(plan, s) for s in m.evidence],
-                   note=f"partially supported: no evidence covers {m.weakest_clause!r}")
+    if conf >= cfg.claim_threshold and m.evidence and at_most_partial(m.features):
+        note = (f"partially supported: no evidence covers {m.weakest_clause!r}" if has_uncovered_clause(m.features)
+                else f"partially supported: the evidence does not say {m.universal!r}")
+        rec.update(verdict="partially_supported", evidence=[_span(plan, s) for s in m.evidence], note=note)
         return rec
     if conf >= cfg.claim_threshold and m.evidence:
         chunk_pos = [plan.index.sentences[s].chunk for s in m.evidence]

@@ -69,6 +69,17 @@ for _dim, _groups in {
         for _name in _unit_names.split():
             _UNITS[_name] = (_dim, _canon)
 
+# size of each canonical unit in its dimension's base unit: "2 metres" and "20 centimetres" are compared
+# as 2 and 0.2 (temperature and currency are not converted)
+_FACTOR = {
+    "mg": 1e-3, "g": 1.0, "kg": 1e3, "mcg": 1e-6, "lb": 453.592, "oz": 28.3495, "t": 1e6,
+    "mm": 1e-3, "cm": 1e-2, "m": 1.0, "km": 1e3, "mi": 1609.34, "ft": 0.3048, "inch": 0.0254, "yd": 0.9144,
+    "ml": 1e-3, "l": 1.0, "gal": 3.78541, "cup": 0.236588,
+    "s": 1.0, "min": 60.0, "h": 3600.0, "day": 86400.0, "week": 604800.0, "month": 2.6298e6, "year": 3.15576e7,
+    "decade": 3.15576e8, "century": 3.15576e9, "kcal": 4184.0, "kj": 1e3, "j": 1.0,
+    "w": 1.0, "kw": 1e3, "mw": 1e6, "gw": 1e9, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+}
+CONVERTED_TOLERANCE = 0.1  # converted values this close agree (conversions are rounded: "5 miles" ~ "8 km")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9,
           "trillion": 1e12, "tn": 1e12, "hundred": 1e2, "dozen": 12.0}
 _WORDNUM = {w: float(i) for i, w in enumerate(
@@ -180,6 +191,26 @@ def _same_value(claim: Quantity, ev: Quantity) -> bool:
     return abs(c - e) <= 0.005 * max(abs(c), abs(e))
 
 
+def _convertible(a: Quantity, b: Quantity) -> bool:
+    """Two quantities of one dimension in different units that can be converted ("2 m", "20 cm")."""
+    return (a.dim is not None and a.dim == b.dim and a.unit != b.unit
+            and a.unit in _FACTOR and b.unit in _FACTOR)
+
+
+def _converted_agree(claim: Quantity, ev: Quantity) -> bool:
+    """The same amount in other units ("2 metres" and "200 centimetres"), bounds respected."""
+    if not _convertible(claim, ev) or claim.unit is None or ev.unit is None:
+        return False
+    c, e = claim.value * _FACTOR[claim.unit], ev.value * _FACTOR[ev.unit]
+    if abs(c - e) <= CONVERTED_TOLERANCE * max(abs(c), abs(e)):
+        return True
+    exact = "=~"  # a bound on one side only: "more than 3 km" holds for "5,000 metres"; "up to 64 GB" and
+    # "up to 64 MB" are two different limits
+    if claim.bound in exact and ((ev.bound == ">" and c >= e) or (ev.bound == "<" and c <= e)):
+        return True
+    return ev.bound in exact and ((claim.bound == ">" and e >= c) or (claim.bound == "<" and e <= c))
+
+
 def _number_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     out: list[Mismatch] = []
     c_q = [q for q in quantities(claim) if not q.year]
@@ -190,6 +221,8 @@ def _number_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     for cq in c_q:
         if any(_same_value(cq, eq) and (cq.unit is None or eq.unit is None or cq.unit == eq.unit) for eq in x_q):
             continue
+        if any(_converted_agree(cq, eq) for eq in x_q):
+            continue
         same_value_other_unit = [
             eq for eq in e_q if _same_value(cq, eq) and cq.unit and eq.unit and cq.unit != eq.unit
             and (cq.dim is not None and cq.dim == eq.dim)
@@ -197,6 +230,11 @@ def _number_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
         if same_value_other_unit:
             eq = same_value_other_unit[0]
             out.append(Mismatch("unit", cq.raw, eq.raw, f"same value, different unit ({cq.unit} vs {eq.unit})"))
+            continue
+        converted = [eq for eq in e_q if _convertible(cq, eq)]
+        if converted:
+            eq = converted[0]
+            out.append(Mismatch("number", cq.raw, eq.raw, f"the evidence gives {eq.raw!r} where the claim says {cq.raw!r}"))
             continue
         comparable = [eq for eq in e_q if cq.unit is not None and eq.unit == cq.unit]
         if not comparable and cq.unit is None and cq.slot:
@@ -309,8 +347,9 @@ _POLARITY = [
      "fell fallen decline declines declined drop drops dropped shrink shrinks shrank worsen worsens worsened "
      "diminish diminishes diminished slow slows slowed weaken weakens weakened lessen lessens lessened "
      "down plunge plunges plunged"),
-    ("allow allows allowed permit permits permitted legal", "forbid forbids forbade ban bans banned prohibit "
-     "prohibits prohibited illegal"),
+    ("allow allows allowed permit permits permitted legal legalise legalises legalised legalize legalizes "
+     "legalized", "forbid forbids forbade ban bans banned prohibit prohibits prohibited illegal outlaw outlaws "
+     "outlawed criminalise criminalised criminalize criminalized"),
     ("cause causes caused trigger triggers triggered", "prevent prevents prevented"),
     ("win wins won victory", "lose loses lost defeat defeated"),
 ]
@@ -501,6 +540,32 @@ def _quantifier_checks(claim: str, evidence: str) -> list[Mismatch]:
     return []
 
 
+_UNIVERSAL = re.compile(r"\b(all|every|always|invariably|universally)\b", re.I)
+_NOT_UNIVERSAL = re.compile(
+    r"\b(?:at all|after all|above all|all but|all[- ]time|all of a sudden|for all|once and for all|every other|"
+    r"not all|not every|not always|almost all|nearly all|virtually all|all in all|all over)\b", re.I)
+_ANY_UNIVERSAL = re.compile(
+    r"\b(?:all|every|each|always|invariably|universally|entire|entirely|whole|any|no|none|never|completely|"
+    r"everyone|everything|everywhere|everybody|without exception)\b", re.I)
+
+
+def overclaim(claim: str, evidence: str) -> str | None:
+    """A universal the evidence does not state: "all patients report muscle pain" against "muscle pain is the
+    most commonly reported side effect". The evidence says something weaker or nothing about how many, so the
+    claim is at most partially supported (not contradicted: the evidence does not say "not all").
+    Returns the claim's universal word, or None."""
+    if _ANY_UNIVERSAL.search(_NOT_UNIVERSAL.sub(" ", evidence)):
+        return None
+    text = _NOT_UNIVERSAL.sub(" ", claim)
+    for m in _UNIVERSAL.finditer(text):
+        if m.group(1)[0].isupper() and m.start() > 0:
+            continue  # a capital inside the sentence is a title ("All the Money in the World")
+        if _NEG.search(" ".join(text[: m.start()].split()[-3:])):
+            continue  # "does not include all": the claim itself denies the universal
+        return m.group(1).lower()
+    return None
+
+
 # -- named entities ------------------------------------------------------------------------
 
 _CAP = re.compile(r"\b[A-Z][\w&.'-]*(?:\s+(?:of|de|la|van|von|the|and|&)?\s*[A-Z][\w&.'-]*)*")
@@ -590,7 +655,7 @@ def _entity_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
 
 _ROLE_GAP = 6  # at most this many content words between the two names: one short relation
 _ROLE_BREAK = re.compile(r"[,;:()]|\b(?:and|or|while|whereas|but|with|versus|vs)\b", re.I)
-_PASSIVE = re.compile(r"\bby\b", re.I)
+_PASSIVE = re.compile(r"\bby\s+(?:the\s+)?$", re.I)  # "was acquired by B": the agent right after "by"
 
 
 @lru_cache(maxsize=16_384)
@@ -601,7 +666,9 @@ def _relations(text: str) -> list[tuple[frozenset[str], frozenset[str], frozense
     for (_s1, e1, a), (s2, _e2, b) in itertools.combinations(found, 2):
         between = text[e1:s2]
         words = content_tokens(between)
-        if not words or len(words) > _ROLE_GAP or _ROLE_BREAK.search(between) or a & b:
+        # two names sharing a word ("Venus Williams", "Serena Williams") are told apart by the rest
+        a, b = (a - b, b - a) if a & b else (a, b)
+        if not words or len(words) > _ROLE_GAP or _ROLE_BREAK.search(between) or not a or not b:
             continue
         out.append((a, b, frozenset(words), bool(_PASSIVE.search(between))))
     return out

@@ -1,0 +1,60 @@
+"""Round 5 of the audit's general checks: names that share a family name, legalise/ban, amounts in other
+units of the same dimension, and a universal ("all", "always") the evidence does not state."""
+
+from __future__ import annotations
+
+from bosun.core.audit.audit import audit
+from bosun.core.audit.config import AuditConfig
+from bosun.core.audit.consistency import check, overclaim
+
+LEX = AuditConfig(matcher="bm25")
+
+
+def test_role_swap_between_names_that_share_a_word() -> None:
+    ev = "Serena Williams defeated Venus Williams in the final of the 2003 Wimbledon Championships."
+    swapped = "Venus Williams defeated Serena Williams in the final of the 2003 Wimbledon Championships."
+    assert [m.kind for m in check(swapped, ev)] == ["role"]
+    assert check(ev, ev) == []
+    assert check("Venus Williams was defeated by Serena Williams in the final of the 2003 Wimbledon Championships.", ev) == []
+
+
+def test_legalise_is_the_opposite_of_ban() -> None:
+    ev = "In 2004 Ireland became the first country to ban smoking in all enclosed workplaces."
+    found = check("In 2004 Ireland became the first country to legalise smoking in all enclosed workplaces.", ev)
+    assert [m.kind for m in found] == ["negation"]
+    assert check("In 2004 Ireland became the first country to prohibit smoking in all enclosed workplaces.", ev) == []
+
+
+def test_amounts_are_compared_across_units_of_one_dimension() -> None:
+    ev = "Global mean sea level rose by about 20 centimetres between 1901 and 2018."
+    assert [m.kind for m in check("Global mean sea level rose by about 2 metres between 1901 and 2018.", ev)] == ["number"]
+    assert check("Global mean sea level rose by about 0.2 metres between 1901 and 2018.", ev) == []
+    # conversions are rounded: 5 miles is 8.05 km
+    assert check("The marked trail through the park is 5 miles long.", "The marked trail through the park is 8 km long.") == []
+    assert check("The trail through the park is more than 3 km long.", "The trail through the park is 5,000 metres long.") == []
+
+
+def test_a_universal_the_evidence_does_not_state_is_an_overclaim() -> None:
+    ev = "Muscle pain is the most commonly reported side effect of statins."
+    assert overclaim("All patients taking statins report muscle pain.", ev) == "all"
+    assert overclaim("Statins always cause muscle pain.", ev) == "always"
+    assert overclaim("Muscle pain is the most commonly reported side effect of statins.", ev) is None
+    assert overclaim("Ireland banned smoking in all enclosed workplaces.", "Ireland banned smoking in every enclosed workplace.") is None
+    assert overclaim("It was the best-selling album of all time.", "It was the best-selling album ever.") is None
+    assert overclaim("Not all patients report muscle pain.", ev) is None
+
+
+def test_overclaim_makes_a_claim_partially_supported() -> None:
+    chunks = [{"content": "Muscle pain is the most commonly reported side effect of statins."},
+              {"content": "Statins lower LDL cholesterol."}]
+    ok = audit("", chunks, "Muscle pain is the most commonly reported side effect of statins.", LEX)["claims"][0]
+    assert ok["verdict"] == "supported"
+    claim = audit("", chunks, "Muscle pain is always the most commonly reported side effect of statins.", LEX)["claims"][0]
+    assert claim["verdict"] == "partially_supported" and not claim["supported"]
+    assert "'always'" in claim["note"] and claim["features"]["overclaim"] == 1.0
+
+
+def test_titles_and_negated_universals_are_not_overclaims() -> None:
+    ev = "She spoke out in support of Michelle Williams, who was paid less than her co-star."
+    assert overclaim('She supported Michelle Williams in the film "All the Money in the World".', ev) is None
+    assert overclaim("Simulation models might not include all the environmental factors.", "Models are simplified.") is None
