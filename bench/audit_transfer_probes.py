@@ -4,7 +4,9 @@
     .venv/bin/python bench/audit_transfer_probes.py --unseen   # also the unseen part (run once, at the end)
 
 bench/labels/transfer_probes_dev.jsonl and transfer_probes_unseen.jsonl were both written before
-any check was run on them (the commit that adds them has no code change). Each item is one claim
+any check was run on them (the commit that adds them has no code change). transfer_probes_c_dev.jsonl
+(round 5, 33 items, encyclopedic/scientific sentences) is a dev part: committed before its first run,
+then the checks were generalised after reading its misses, so its score is not evidence. Each item is one claim
 against its evidence sentences, one sentence per chunk, scored with shipped defaults as outside
 scorers do: rejected = any verdict other than ``supported``. Kinds: role_swap, antonym, negation,
 number, date, quantifier, addon (an uncovered add-on clause), and faithful paraphrases (must pass).
@@ -53,7 +55,8 @@ def run(name: str, embed: Any, cfg: AuditConfig, words: Any = None) -> list[str]
 
 
 def main() -> None:
-    names = ["transfer_probes_dev.jsonl"] + (["transfer_probes_unseen.jsonl"] if "--unseen" in sys.argv else [])
+    names = ["transfer_probes_dev.jsonl", "transfer_probes_c_dev.jsonl"] + (
+        ["transfer_probes_unseen.jsonl"] if "--unseen" in sys.argv else [])
     embed = default_embedder()
     words = default_words()
     lines: list[str] = []

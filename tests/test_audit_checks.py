@@ -58,3 +58,12 @@ def test_titles_and_negated_universals_are_not_overclaims() -> None:
     ev = "She spoke out in support of Michelle Williams, who was paid less than her co-star."
     assert overclaim('She supported Michelle Williams in the film "All the Money in the World".', ev) is None
     assert overclaim("Simulation models might not include all the environmental factors.", "Models are simplified.") is None
+
+
+def test_a_quantifier_word_against_a_percentage_on_the_other_side_of_half() -> None:
+    ev = "About 30 percent of the participants received the placebo."
+    assert [m.kind for m in check("Most of the participants received the placebo.", ev)] == ["quantifier"]
+    assert check("Most of the participants received the placebo.", ev.replace("30", "70")) == []
+    assert check("Some of the participants received the placebo.", ev) == []
+    assert [m.kind for m in check("A minority of voters chose to leave the European Union in the referendum.",
+                                  "In the referendum, 51.9% of voters chose to leave the European Union.")] == ["quantifier"]

@@ -522,6 +522,25 @@ def _quantified(text: str, family: int) -> tuple[tuple[int, str, frozenset[str]]
     return tuple(out)
 
 
+_PERCENT_OF = re.compile(r"(\d+(?:\.\d+)?)\s?(?:%|percent\b|per cent\b)")
+
+
+def _share_mismatch(claim: str, evidence: str) -> Mismatch | None:
+    """ "the majority of the known species" against "around 10 percent of the known species": a
+    quantifier word against a percentage of the same thing on the wrong side of one half."""
+    c_q = [(lv, w, nxt) for lv, w, nxt in _quantified(claim, 0) if lv != 1]
+    if not c_q:
+        return None
+    low = evidence.lower()
+    for m in _PERCENT_OF.finditer(low):
+        value = float(m.group(1))
+        head = frozenset(content_tokens(low[m.end() : m.end() + 40])[:2])
+        for level, word, nxt in c_q:
+            if nxt & head and ((level >= 2 and value < 50) or (level == 0 and value > 50)):
+                return Mismatch("quantifier", word, m.group(0), "the evidence gives a share on the other side of half")
+    return None
+
+
 def _quantifier_checks(claim: str, evidence: str) -> list[Mismatch]:
     for family in (0, 1):
         c_q, e_q = _quantified(claim, family), _quantified(evidence, family)
@@ -532,6 +551,9 @@ def _quantifier_checks(claim: str, evidence: str) -> list[Mismatch]:
             e_level, e_word = max(same_head)
             if c_level > e_level or (c_level == 0 and e_level >= 2):
                 return [Mismatch("quantifier", c_word, e_word, "the claim's quantifier is not what the evidence says")]
+    share = _share_mismatch(claim, evidence)
+    if share:
+        return [share]
     m_only = _ONLY.search(claim)
     if m_only and not _ONLY.search(evidence):
         m = _NOT_ONLY.search(evidence)
