@@ -69,6 +69,11 @@ def test_quoted_text_is_a_mention() -> None:
     assert split_quoted('say "kill switch" twice') == ("say   twice", "kill switch")
     assert split_quoted("It's Friday and Sam's deploy failed") == ("It's Friday and Sam's deploy failed", "")
     assert split_quoted("Remove the `dark_mode` flag") == ("Remove the `dark_mode` flag", "")  # code, not a mention
+    # a quotation holding more of the prompt's content words than the text around it is the request itself
+    pasted = 'Here is my question: "find a curated playlist of popular jazz songs from the fifties"'
+    assert split_quoted(pasted) == (pasted, "")
+    assert split_quoted('"Show me the weather forecast for Paris tomorrow"')[1] == ""
+    assert split_quoted("Translate 'good morning' into Spanish")[1] == "good morning"  # equal or fewer: a mention
     index = _index()
     assert mention_only(index, "translate 'rollback plan' into German").tolist() == [True, False]
     # a shared word outside the quotes: the request itself is about the document

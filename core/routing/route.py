@@ -612,9 +612,19 @@ _QUOTED = re.compile(r"""(?:(?<=^)|(?<=[\s(\[:]))(?:'([^'\n]+)'|"([^"\n]+)"|‘(
 
 
 def split_quoted(prompt: str) -> tuple[str, str]:
-    """(the prompt with quoted spans blanked, the quoted spans joined)."""
+    """(the prompt with quoted spans blanked, the quoted spans joined).
+
+    A quotation that carries more of the prompt's content words than the text around it is the request
+    itself, pasted in quotes ('Sure, here is my question: "I am searching for a playlist of ..."'), not
+    a mention of words: then nothing is treated as quoted.
+    """
     quoted = [next(g for g in m.groups() if g) for m in _QUOTED.finditer(prompt)]
-    return (_QUOTED.sub(" ", prompt), " ".join(quoted)) if quoted else (prompt, "")
+    if not quoted:
+        return prompt, ""
+    used, inside = _QUOTED.sub(" ", prompt), " ".join(quoted)
+    if len(content_words(inside)) > len(content_words(used)):
+        return prompt, ""
+    return used, inside
 
 
 # co-occurring content words needed in one body paragraph to count as corroboration: a paragraph
