@@ -70,7 +70,7 @@ async def open_stores(db_path: Path | str, database_url: str | None = None) -> S
 
 
 async def _open_sqlite(db_path: Path | str) -> Stores:
-    from bosun.store.db import open_db, open_reader
+    from bosun.store.db import open_db, open_inline_reader, open_reader
     from bosun.store.embeddings import SQLiteEmbeddingStore
     from bosun.store.idempotency import SQLiteIdempotencyStore
     from bosun.store.refindex import SQLiteRefIndex
@@ -85,11 +85,14 @@ async def _open_sqlite(db_path: Path | str) -> Stores:
         await conn.close()
         raise
     path = str(db_path)
-    refs = SQLiteRefStore(conn, None if path == ":memory:" else BlobWriter(path), reader)
+    inline = open_inline_reader(db_path) if reader is not None else None  # after the migration: tables exist
+    refs = SQLiteRefStore(conn, None if path == ":memory:" else BlobWriter(path), reader, inline)
     tasks = SQLiteTaskStore(conn, db_path, reader)
-    stores = Stores("sqlite", path, SCHEMA_VERSION, tasks, refs, SQLiteRefIndex(reader or conn),
-                    SQLiteEmbeddingStore(conn, reader), SQLiteIdempotencyStore(conn, reader), conn, reader)
+    stores = Stores("sqlite", path, SCHEMA_VERSION, tasks, refs, SQLiteRefIndex(reader or conn, inline),
+                    SQLiteEmbeddingStore(conn, reader), SQLiteIdempotencyStore(conn, reader, inline), conn, reader)
     stores._closers = [tasks.aclose, refs.aclose]
+    if inline is not None:
+        stores._closers.append(inline.aclose)
     if reader is not None:
         stores._closers.append(reader.close)
     stores._closers.append(conn.close)

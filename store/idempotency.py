@@ -22,7 +22,7 @@ from typing import Protocol
 import aiosqlite
 
 from bosun.core.errors import BosunError
-from bosun.store.db import fetch, run
+from bosun.store.db import InlineReader, fetch_inline, run
 
 RETENTION_S = 7 * 24 * 3600.0  # a re-send comes within seconds; a week covers a host resuming a session
 
@@ -77,12 +77,14 @@ class IdempotencyStore(Protocol):
 class SQLiteIdempotencyStore:
     """The ``idempotency`` table (rows are inserted by the journal's trigger, never here)."""
 
-    def __init__(self, conn: aiosqlite.Connection, reader: aiosqlite.Connection | None = None) -> None:
+    def __init__(self, conn: aiosqlite.Connection, reader: aiosqlite.Connection | None = None,
+                 inline: InlineReader | None = None) -> None:
         self.conn = conn
         self.reader = reader or conn
+        self.inline = inline  # the lookup every keyed call makes, on the loop's thread (answers are <= 256 KiB)
 
     async def get(self, key: str) -> Record | None:
-        rows = await fetch(self.reader, "SELECT key, task_id, seq, created_at, fingerprint, answer FROM idempotency "
+        rows = await fetch_inline(self.inline, self.reader, "SELECT key, task_id, seq, created_at, fingerprint, answer FROM idempotency "
                                         "WHERE key = ?", (key,), "look up the idempotency key")
         if not rows:
             return None

@@ -13,7 +13,7 @@ from typing import Protocol
 import aiosqlite
 
 from bosun.core.errors import InvalidInput, NotFound
-from bosun.store.db import fetch
+from bosun.store.db import INLINE_MAX_BYTES, InlineReader, fetch
 
 MIN_PREFIX = 12
 _HEXPART = re.compile(r"^[0-9a-f]+$")
@@ -60,6 +60,11 @@ async def resolve_prefix(index: RefIndex, ref: str, field: str = "ref") -> str:
     return rows[0]
 
 
+# the inline form of the lookup: the bytes only when small (size is len(data), written with it)
+_SMALL_WITH_DATA = ("SELECT sha256, CASE WHEN size <= ? THEN data END FROM refs WHERE sha256 >= ? AND sha256 < ? "
+                    "ORDER BY sha256 LIMIT 2")
+
+
 class SQLiteRefIndex:
     """Prefix lookup over the ``refs`` table (a range scan on its primary key).
 
@@ -67,8 +72,9 @@ class SQLiteRefIndex:
     connection, and it is one hop either way (see the connection policy in ``store/db.py``).
     """
 
-    def __init__(self, conn: aiosqlite.Connection) -> None:
+    def __init__(self, conn: aiosqlite.Connection, inline: InlineReader | None = None) -> None:
         self.conn = conn
+        self.inline = inline  # small rows answered on the loop's thread, without a hop (store/db.py)
 
     async def resolve(self, ref: str, field: str = "ref") -> str:
         return await resolve_prefix(self, ref, field)
@@ -81,8 +87,11 @@ class SQLiteRefIndex:
         hexpart = split_ref(ref, field)
         if len(hexpart) == 64:
             return hexpart, None
-        rows = await fetch(self.conn, "SELECT sha256, data FROM refs WHERE sha256 >= ? AND sha256 < ? "
-                           "ORDER BY sha256 LIMIT 2", (hexpart, hexpart + "g"), "resolve a short ref")
+        bounds = (hexpart, hexpart + "g")
+        rows = self.inline.fetch(_SMALL_WITH_DATA, (INLINE_MAX_BYTES, *bounds)) if self.inline is not None else None
+        if rows is None or (len(rows) == 1 and rows[0][1] is None):  # not answered inline, or a large blob
+            rows = await fetch(self.conn, "SELECT sha256, data FROM refs WHERE sha256 >= ? AND sha256 < ? "
+                               "ORDER BY sha256 LIMIT 2", bounds, "resolve a short ref")
         if not rows:
             raise NotFound("ref", f"mem://sha256:{hexpart}", "no stored payload has this prefix")
         if len(rows) > 1:

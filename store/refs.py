@@ -28,7 +28,7 @@ from typing import Protocol
 import aiosqlite
 
 from bosun.core.errors import IntegrityError, InvalidInput, NotFound
-from bosun.store.db import fetch, run_many, storage_error
+from bosun.store.db import INLINE_MAX_BYTES, InlineReader, fetch, run_many, storage_error
 
 log = logging.getLogger(__name__)
 
@@ -267,6 +267,9 @@ async def verified(digest: str, data: bytes) -> bytes:
     return data
 
 
+_SMALL_DATA = "SELECT CASE WHEN size <= ? THEN data END FROM refs WHERE sha256 = ?"  # the inline read: small only
+
+
 class SQLiteRefStore:
     """Blobs in the ``refs`` table of the bosun database.
 
@@ -275,10 +278,11 @@ class SQLiteRefStore:
     """
 
     def __init__(self, conn: aiosqlite.Connection, writer: BlobWriter | None = None,
-                 reader: aiosqlite.Connection | None = None) -> None:
+                 reader: aiosqlite.Connection | None = None, inline: InlineReader | None = None) -> None:
         self.conn = conn
         self.writer = writer
         self.reader = reader or conn
+        self.inline = inline  # small blobs read on the loop's thread, without a hop (store/db.py)
 
     async def put(self, data: bytes, media_type: str = "text/plain") -> str:
         return (await self.put_many([(data, media_type)]))[0]
@@ -320,7 +324,9 @@ class SQLiteRefStore:
     async def get(self, ref: str) -> bytes:
         """The bytes behind ``ref``, re-hashed: raises IntegrityError rather than return wrong bytes."""
         digest = parse_ref(ref)
-        rows = await fetch(self.reader, "SELECT data FROM refs WHERE sha256 = ?", (digest,), "read the payload")
+        rows = self.inline.fetch(_SMALL_DATA, (INLINE_MAX_BYTES, digest)) if self.inline is not None else None
+        if rows is None or (rows and rows[0][0] is None):  # not answered inline, or a large blob
+            rows = await fetch(self.reader, "SELECT data FROM refs WHERE sha256 = ?", (digest,), "read the payload")
         if not rows:
             raise NotFound("ref", make_ref(digest), "it was never stored here (check BOSUN_HOME)")
         return await verified(digest, bytes(rows[0][0]))

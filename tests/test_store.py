@@ -273,3 +273,62 @@ async def test_recall_one_hop_read_answers_as_resolve_then_get(tmp_path: Path) -
             await reader.read("mem://sha256:" + one[:16])
     finally:
         await stores.aclose()
+
+
+async def test_small_reads_are_answered_inline_and_large_ones_on_the_reader(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inline reader (store/db.py) answers small point reads on the loop's thread with what the threaded
+    reader answers; a blob over INLINE_MAX_BYTES, a failing inline read, or none at all take the reader."""
+    from types import SimpleNamespace
+    from typing import Any, cast
+
+    import bosun.store.idempotency as idem_mod
+    import bosun.store.refindex as refindex_mod
+    import bosun.store.refs as refs_mod
+    from bosun.server.services.recall import RefResolver
+    from bosun.store import db as store_db
+
+    hops: list[str] = []
+    real_fetch = store_db.fetch
+
+    async def counted(conn: Any, sql: str, params: Any = (), operation: str = "read the store") -> list[Any]:
+        hops.append(sql.split()[1])
+        return await real_fetch(conn, sql, params, operation)
+
+    for module in (refs_mod, refindex_mod, store_db):
+        monkeypatch.setattr(module, "fetch", counted)
+    stores = await open_stores(tmp_path / "b.db", None)
+    try:
+        reader = RefResolver(cast(Any, SimpleNamespace(store_set=stores, refs=stores.refs)))
+        small = [parse_ref(r) for r in await stores.refs.put_many([(f"blob {i}".encode(), "text/plain")
+                                                                    for i in range(40)])]
+        big_bytes = b"0123456789abcdef" * (store_db.INLINE_MAX_BYTES // 16 + 1)
+        big = parse_ref(await stores.refs.put(big_bytes))
+        for digest, data in [(d, f"blob {i}".encode()) for i, d in enumerate(small[:5])] + [(big, big_bytes)]:
+            hops.clear()
+            assert await reader.read("mem://sha256:" + digest[:16]) == (digest, data)
+            assert await stores.refs.get(digest) == data
+            assert len(hops) == (0 if digest != big else 2)  # the big one: its bytes on the reader, both times
+        unknown = next(p for p in ("0" * 12, "f" * 12) if not any(r.startswith(p) for r in [*small, big]))
+        hops.clear()
+        with pytest.raises(NotFound, match="no stored payload"):
+            await reader.read(unknown)
+        with pytest.raises(NotFound):
+            await stores.refs.get("ab" * 32)
+        assert hops == []
+        # tampered bytes fail verification inline too
+        raw_fetch(tmp_path / "b.db", "UPDATE refs SET data = ? WHERE sha256 = ?", (b"tampered", small[0]))
+        with pytest.raises(IntegrityError, match="failed verification"):
+            await reader.read("mem://sha256:" + small[0][:16])
+        # an inline reader that cannot answer (closed here; busy in life) sends every read to the reader
+        inline = stores.refs.inline  # type: ignore[attr-defined]
+        assert inline is not None and inline.fetch("SELECT no_such_column FROM refs") is None
+        inline.close()
+        hops.clear()
+        assert await reader.read("mem://sha256:" + small[1][:16]) == (small[1], b"blob 1")
+        assert await stores.refs.get(small[2]) == b"blob 2"
+        assert await stores.idempotency.get("no-such-key") is None
+        assert hops == ["sha256,", "data", "key,"]
+        assert idem_mod.fetch_inline is store_db.fetch_inline
+    finally:
+        await stores.aclose()
