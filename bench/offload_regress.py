@@ -10,7 +10,8 @@ tree's. Compared, byte for byte or field for field:
    estimate, kind, outline lines, hints and facts;
 3. recall grep over payloads (ASCII and not, real and concatenated) with agents' kinds of patterns:
    text, counts, notes, line numbers; and old/new time per grep, interleaved;
-4. recall grep over random byte strings (invalid UTF-8, carriage returns, the Kelvin sign, long lines).
+4. recall grep over random byte strings (invalid UTF-8, carriage returns, the Kelvin sign, long lines);
+5. recall head, tail, raw and range over every output and over random byte strings.
 
     python bench/offload_regress.py [--old-rev d66fd06] [--limit 0] [--fuzz 3000] [--no-grep]
 
@@ -215,6 +216,39 @@ def compare_grep(old: types.ModuleType, corpus: list[str], big: list[str]) -> in
     return bad
 
 
+LINE_OPS = (("head", {"lines": 5}), ("head", {"lines": 40}), ("tail", {"lines": 1}), ("tail", {"lines": 40}),
+            ("head", {"lines": 40, "max_tokens": 60}), ("tail", {"lines": 40, "max_bytes": 300}),
+            ("raw", {"max_bytes": 2000}), ("range", {"start": 3, "end": 9}))
+
+
+def compare_line_ops(old: types.ModuleType, corpus: list[str], big: list[str], fuzz: int, seed: int = 5) -> int:
+    """head, tail, raw and range over every output (real and concatenated) and over fuzzed bytes (invalid
+    UTF-8, every line break str.splitlines knows): text, counts, notes (head/tail cut from the bytes)."""
+    import random
+
+    import bosun.core.offload.query as new
+
+    rnd = random.Random(seed)
+    pieces = (b"ab", b" c", b"\n", b"\n\n", b"\r", b"\r\n", b"\x0b", b"\x0c", b"\x1c", b"\x1e", "é".encode(),
+              "\x85".encode(), "\u2028".encode(), "\u2029".encode(), b"\xff", b"\xe2\x80", b"\xc2", "😀".encode())
+    datas = [t.encode() for t in corpus if t] + [t.encode() for t in big]
+    datas += [b"".join(rnd.choice(pieces[: rnd.choice((4, len(pieces)))]) for _ in range(rnd.randrange(0, 200)))
+              for _ in range(fuzz)]
+    bad = n = 0
+    for data in datas:
+        for op, args in LINE_OPS:
+            a = old.run_query(data, op, **args)
+            b = new.run_query(data, op, **args)
+            n += 1
+            if (a.text, a.note, a.extra, a.total_lines, a.returned_lines, a.truncated, a.total_bytes) != \
+                    (b.text, b.note, b.extra, b.total_lines, b.returned_lines, b.truncated, b.total_bytes):
+                bad += 1
+                print(f"{op} differs: {args} on {data[:80]!r}")
+    print(f"recall head/tail/raw/range: {n:,} op x payload cases ({len(datas):,} payloads, {fuzz:,} of them "
+          f"fuzzed bytes), {bad} differences")
+    return bad
+
+
 FUZZ_PIECES = (b"a", b"b", b"F", b"FAILED", b"Traceback", b" ", b"\n", b"\r", "é".encode(), "€".encode(), b"\xff",
                b"\xc3", b"\x80", "😀".encode(), b"K", "\u212a".encode(), b"x = ", b"error", b"(", b"def ")
 FUZZ_PATTERNS = ((r"^FAILED|Traceback", False), (r"a+b", False), (r"F.*D", False), (r"error|K", True),
@@ -266,6 +300,7 @@ def main() -> None:
     if not args.no_grep:
         bad += compare_grep(old["query"], corpus, big)
         bad += compare_grep_fuzz(old["query"], args.fuzz)
+    bad += compare_line_ops(old["query"], corpus, big, args.fuzz)
     print("IDENTICAL" if not bad else f"{bad} DIFFERENCES")
     sys.exit(1 if bad else 0)
 

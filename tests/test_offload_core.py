@@ -416,3 +416,58 @@ def test_byte_seeds_equal_a_find_loop_and_repeat_free_patterns() -> None:
     assert repeat_free(r"^FAILED|Traceback") and repeat_free(r"(?:def|class) \w")
     for pattern in (r"a+", r"(a|aa)*$", r"x{2}", r"(a)\1", r"foo{e<=1}", r"\p{L}"):
         assert not repeat_free(pattern), pattern
+
+
+def test_a_text_of_at_most_max_tokens_bytes_fits_without_counting() -> None:
+    """``bound`` skips the token count when the answer's UTF-8 bytes are within ``max_tokens``: sound only
+    while no piece is estimated above one token per byte (every small recall relies on it)."""
+    import random
+
+    from bosun.core import tokens
+    from bosun.core.offload.query import bound
+
+    for cls, costs in tokens.COSTS.items():
+        assert all(cost <= n for n, cost in enumerate(costs, start=1)), cls
+        assert tokens.RATE[cls] <= 1.0, cls
+    rng = random.Random(7)
+    alphabet = "ab Zé中 \n\t1_.-(){}\u2028😀" + "xyz" * 5
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 80)))
+        assert tokens.estimate_tokens(text) <= len(text.encode("utf-8"))
+        size = len(text.encode("utf-8"))
+        # same answer as counting: at the byte size itself and one token either side of the estimate
+        for max_tokens in (size, tokens.estimate_tokens(text), max(1, tokens.estimate_tokens(text) - 1)):
+            counted = (text, False) if tokens.estimate_tokens(text) <= max_tokens else None
+            got = bound(text, 64_000, max_tokens)
+            if counted is not None:
+                assert got == counted
+            else:
+                assert got[1] is True
+
+
+def test_head_and_tail_cut_from_the_bytes_equal_the_split_text() -> None:
+    """head/tail on the bytes (``newline_only`` data) answer exactly as splitting the decoded text does:
+    fuzzed over invalid UTF-8, the other line breaks str.splitlines knows, and empty and unterminated data."""
+    import random
+
+    from bosun.core.offload.query import bound, decode, edge_lines, newline_only
+
+    rng = random.Random(11)
+    pieces = [b"a", b"bc ", b"\n", b"\n", b"\n\n", b"\xc3\xa9", b"\xe4\xb8\xad", b"\xff", b"\xe2\x80", b"\xf0\x9f",
+              b"\r", b"\r\n", b"\x0b", b"\x0c", b"\x1c", b"\x1e", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9", b"\xc2"]
+    checked = fast = 0
+    for i in range(4000):
+        data = b"".join(rng.choice(pieces[: 10 if i % 2 else len(pieces)]) for _ in range(rng.randint(0, 30)))
+        all_lines = decode(data).splitlines(keepends=True)
+        if newline_only(data):  # then the text's lines are its pieces between newlines, nothing else
+            assert all_lines == [line for line in decode(data).replace("\n", "\n\0").split("\0") if line]
+        for op in ("head", "tail"):
+            for lines in (1, 2, 3, 7, 40):
+                chosen = all_lines[:lines] if op == "head" else all_lines[-lines:]
+                want = run_query(data, op, lines=lines)
+                assert (want.text, want.total_lines) == (bound("".join(chosen), 64_000, 2000)[0], len(all_lines))
+                if newline_only(data):
+                    fast += 1
+                    assert edge_lines(data, op, lines) == ("".join(chosen), len(all_lines))
+                checked += 1
+    assert fast > checked // 3

@@ -51,7 +51,10 @@ def decode(data: bytes) -> str:
 def bound(text: str, max_bytes: int, max_tokens: int) -> tuple[str, bool]:
     """Cut ``text`` at a line boundary so it fits both limits."""
     encoded = text.encode("utf-8")
-    if len(encoded) <= max_bytes and estimate_tokens(text) <= max_tokens:
+    # a text of at most max_tokens UTF-8 bytes fits without counting: no piece is estimated above one
+    # token per UTF-8 byte (core/tokens.py's COSTS and RATE; tested), and counting a short answer
+    # (every small recall: ~40 us for 5 lines) costs more than the rest of the query
+    if len(encoded) <= max_bytes and (len(encoded) <= max_tokens or estimate_tokens(text) <= max_tokens):
         return text, False
     # shrink by bytes first, then by tokens, keeping whole lines where possible
     limit = min(max_bytes, len(encoded))
@@ -94,6 +97,13 @@ def run_query(
     _check_limits(max_bytes, max_tokens)
     if op == "grep":  # decodes only what it shows when the payload is plain ASCII
         return _grep(data, pattern, context, max_matches, ignore_case, max_bytes, max_tokens)
+    if op in ("head", "tail"):
+        if not isinstance(lines, int) or lines < 1:
+            raise InvalidInput("lines", f"must be a positive integer, got {lines!r}")
+        if newline_only(data):  # the lines at one end, cut from the bytes: no decode and split of the whole
+            edge, total = edge_lines(data, op, lines)
+            body, cut = bound(edge, max_bytes, max_tokens)
+            return _result(body, data, total, cut or min(lines, total) < total, op)
     text = decode(data)
     if op == "outline":
         return _outline(data, text, kind, max_bytes, max_tokens)
@@ -107,14 +117,51 @@ def run_query(
         body, cut = bound(text, max_bytes, max_tokens)
         return _result(body, data, total, cut, "raw")
     if op in ("head", "tail"):
-        if not isinstance(lines, int) or lines < 1:
-            raise InvalidInput("lines", f"must be a positive integer, got {lines!r}")
         chosen = all_lines[:lines] if op == "head" else all_lines[-lines:]
         body, cut = bound("".join(chosen), max_bytes, max_tokens)
         return _result(body, data, total, cut or len(chosen) < total, op)
     if op == "range":
         return _range(data, text, all_lines, start, end, unit, max_bytes, max_tokens)
     raise InvalidInput("op", f"unknown operation {op!r}", ", ".join(OPS))
+
+
+# what ``str.splitlines`` breaks lines at besides "\n", as they occur in UTF-8 (U+0085, U+2028, U+2029)
+_OTHER_BREAKS = (b"\r", b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e")
+_UTF8_BREAKS = (b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
+
+
+def newline_only(data: bytes) -> bool:
+    """Whether "\n" is the only line break ``decode(data).splitlines()`` would see (a few ``memchr``s).
+
+    U+FFFD (undecodable bytes) is no break, and "\n" ends any broken sequence before it, so the bytes
+    between newlines decode as the decoded text's lines do."""
+    if any(b in data for b in _OTHER_BREAKS):
+        return False
+    return data.isascii() or not any(b in data for b in _UTF8_BREAKS)
+
+
+def edge_lines(data: bytes, op: str, lines: int) -> tuple[str, int]:
+    """(the first or last ``lines`` lines of ``data`` as ``head``/``tail`` show them, the line count), for data
+    where ``newline_only`` holds: the same as joining ``decode(data).splitlines(keepends=True)[:lines]``
+    (or ``[-lines:]``) and taking its length."""
+    if not data:
+        return "", 0
+    total = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if op == "head":
+        at = 0
+        for _ in range(min(lines, total)):
+            nl = data.find(b"\n", at)
+            at = len(data) if nl < 0 else nl + 1
+        return decode(data[:at]), total
+    at = len(data) - (1 if data.endswith(b"\n") else 0)  # the last line's own newline is part of it
+    start = 0
+    for _ in range(min(lines, total)):
+        nl = data.rfind(b"\n", 0, at)
+        if nl < 0:
+            start = 0
+            break
+        at, start = nl, nl + 1
+    return decode(data[start:]), total
 
 
 def _result(body: str, data: bytes, total: int, truncated: bool, op: str) -> QueryResult:
