@@ -493,7 +493,11 @@ def rrf(rankings: Sequence[npt.NDArray[np.float32]], k: int = RRF_K, admit: Sequ
     return fused
 
 
-BODY_WEIGHT = 0.5  # body evidence ranks, but a surface match counts double
+# A document's best body paragraph weighs as much as its routing surface: people describe their situation,
+# and the rules' own wording is often closer to it than the trigger line (round 7, bench/results/route.md:
+# ranking top-1 on plainly worded policy prompts up 0.03-0.08 on three corpora; 0.5 before). Tool blurbs
+# have no body, so MetaTool's scores do not move.
+BODY_WEIGHT = 1.0
 LEXICAL_WEIGHT = 0.25  # lexical evidence, in standard deviations, counts a quarter of semantic evidence
 
 
