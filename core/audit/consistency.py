@@ -576,6 +576,8 @@ def overclaim(claim: str, evidence: str) -> str | None:
     most commonly reported side effect". The evidence says something weaker or nothing about how many, so the
     claim is at most partially supported (not contradicted: the evidence does not say "not all").
     Returns the claim's universal word, or None."""
+    if _UNIVERSAL.search(claim) is None:  # most claims: one scan, nothing else
+        return None
     if _ANY_UNIVERSAL.search(_NOT_UNIVERSAL.sub(" ", evidence)):
         return None
     text = _NOT_UNIVERSAL.sub(" ", claim)
