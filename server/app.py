@@ -13,6 +13,7 @@ import dataclasses
 import difflib
 import hmac
 import importlib
+import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -23,6 +24,7 @@ from mcp.server import MCPServer
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.shared.inbound import X_MCP_HEADER_KEY
 from mcp.types import INVALID_PARAMS
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -127,6 +129,7 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
 
     mcp.middleware.append(_reject_unknown_prompts(mcp))
     mcp.middleware.append(_ref_uri_forms)
+    skip_unannotated_header_checks(mcp)
 
     @mcp.custom_route("/healthz", methods=["GET"])
     async def healthz(request: Request) -> JSONResponse:
@@ -137,6 +140,34 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
         return JSONResponse(body, status_code=200 if engine.model_ready() else 503)
 
     return mcp
+
+
+def skip_unannotated_header_checks(mcp: MCPServer[Any]) -> None:
+    """Let the SDK skip its ``Mcp-Param-*`` header check for tools that declare no header.
+
+    Over 2026 HTTP the SDK compares a ``tools/call``'s ``Mcp-Param-*`` headers with its arguments by
+    walking the called tool's whole input schema, twice, on every call: ~4 % of the daemon's CPU per
+    small recall here, and nothing a no-op tool pays. A schema with no ``x-mcp-header`` annotation can
+    only pass that check (``mcp.shared.inbound.validate_mcp_param_headers`` returns None), which is
+    also what the SDK does for a tool without a schema. So the schema lookup the check uses answers
+    None for such tools, decided once per schema; a schema that mentions ``x-mcp-header`` anywhere
+    goes to the SDK as before. Nothing else reads this lookup."""
+    lowlevel = getattr(mcp, "_lowlevel_server", None)
+    lookup = getattr(lowlevel, "get_tool_input_schema", None)
+    if lowlevel is None or lookup is None:
+        return  # another SDK layout: its own check runs unchanged
+    declares: dict[int, tuple[Any, bool]] = {}  # id(schema) -> (schema, declares a header)
+
+    def annotated_only(name: str) -> Any:
+        schema = lookup(name)
+        if schema is None:
+            return None
+        known = declares.get(id(schema))
+        if known is None or known[0] is not schema:
+            known = declares[id(schema)] = (schema, X_MCP_HEADER_KEY in json.dumps(schema, default=str))
+        return schema if known[1] else None
+
+    lowlevel.get_tool_input_schema = annotated_only
 
 
 def _reject_unknown_prompts(mcp: MCPServer[Engine]) -> Any:

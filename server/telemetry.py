@@ -80,17 +80,60 @@ def generations(target: str | os.PathLike[str]) -> list[Path]:
     return [p for p in names if p.is_file()]
 
 
+_encode = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps(..., separators=) builds one per call
+_open: tuple[str, int, int] | None = None  # (file, descriptor, inode) this process appends to
+
+
 def write(event: dict[str, Any]) -> None:
     target = path()
     if not target:
         return
     event.setdefault("ts", round(time.time(), 3))
-    line = json.dumps(event, separators=(",", ":")) + "\n"
+    line = (_encode(event) + "\n").encode()
     try:
         with _lock:
-            append_rotating(target, line, MAX_BYTES, GENERATIONS)
+            _append(target, line)
     except OSError:
         pass
+
+
+def _append(target: str, line: bytes) -> None:
+    """Append ``line`` to ``target`` through a descriptor kept open between events (the daemon writes one
+    per tool call: opening, checking the directory and closing each time cost more than the write).
+
+    The same file ``append_rotating`` would write: it is reopened when the path no longer names the
+    file we hold (another process rotated or removed it), and past ``MAX_BYTES`` it is closed and
+    rotated by ``append_rotating`` itself, as every event used to be."""
+    global _open
+    held = _open
+    if held is not None:
+        try:
+            same = held[0] == target and os.stat(target).st_ino == held[2]
+        except OSError:
+            same = False
+        if not same:
+            _close_held()
+            held = None
+    if held is None:
+        parent = os.path.dirname(target)
+        if parent and not os.path.isdir(parent):
+            os.makedirs(parent, mode=0o700, exist_ok=True)
+        fd = os.open(target, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        held = _open = (target, fd, os.fstat(fd).st_ino)
+    os.write(held[1], line)
+    if os.fstat(held[1]).st_size >= MAX_BYTES:
+        _close_held()
+        append_rotating(target, "", MAX_BYTES, GENERATIONS)  # nothing more to write: it rotates
+
+
+def _close_held() -> None:
+    global _open
+    if _open is not None:
+        held, _open = _open, None
+        try:
+            os.close(held[1])
+        except OSError:
+            pass
 
 
 def parse_lines(text: str) -> list[dict[str, Any]]:
