@@ -67,3 +67,12 @@ def test_a_quantifier_word_against_a_percentage_on_the_other_side_of_half() -> N
     assert check("Some of the participants received the placebo.", ev) == []
     assert [m.kind for m in check("A minority of voters chose to leave the European Union in the referendum.",
                                   "In the referendum, 51.9% of voters chose to leave the European Union.")] == ["quantifier"]
+
+
+def test_defeated_is_the_winners_verb_and_born_is_not_died() -> None:
+    ev = "Serena Williams defeated Venus Williams in the 2003 Wimbledon final."
+    assert check("Serena Williams won the 2003 Wimbledon final against Venus Williams.", ev) == []
+    assert [m.kind for m in check("The team lost the 2003 final.", "The team won the 2003 final.")] == ["negation"]
+    assert [m.kind for m in check("Einstein was born in Ulm in 1879.", "Einstein died in Ulm in 1879.")] == ["negation"]
+    assert check("Einstein was born in Ulm in 1879.",
+                 "Einstein was born in Ulm, Germany, in 1879 and died in Princeton in 1955.") == []

@@ -334,7 +334,7 @@ _ANTONYMS = [
     ("arrested", "released"), ("started", "ended"), ("began", "ended"), ("entered", "exited"), ("added", "removed"),
     ("supported", "opposed"), ("support", "oppose"), ("confirmed", "denied"), ("accepted", "declined"),
     ("promoted", "demoted"), ("upgraded", "downgraded"), ("surplus", "deficit"), ("profit", "loss"),
-    ("legalized", "criminalized"), ("legalised", "criminalised"), ("present", "absent"), ("wet", "dry"),
+    ("legalized", "criminalized"), ("legalised", "criminalised"), ("born", "died"), ("passed", "failed"), ("present", "absent"), ("wet", "dry"),
     ("overestimate", "underestimate"), ("online", "offline"), ("encrypted", "unencrypted"), ("enabled", "disabled"),
     ("enable", "disable"), ("deprecated", "recommended"), ("synchronous", "asynchronous"), ("mutable", "immutable"),
 ]
@@ -351,7 +351,8 @@ _POLARITY = [
      "legalized", "forbid forbids forbade ban bans banned prohibit prohibits prohibited illegal outlaw outlaws "
      "outlawed criminalise criminalised criminalize criminalized"),
     ("cause causes caused trigger triggers triggered", "prevent prevents prevented"),
-    ("win wins won victory", "lose loses lost defeat defeated"),
+    # "defeated" is the winner's verb ("A defeated B" = A won), so it is not on the losing side
+    ("win wins won victory", "lose loses lost"),
 ]
 _ANTI: dict[str, set[str]] = {}
 for _a, _b in _ANTONYMS:
