@@ -76,3 +76,14 @@ def test_defeated_is_the_winners_verb_and_born_is_not_died() -> None:
     assert [m.kind for m in check("Einstein was born in Ulm in 1879.", "Einstein died in Ulm in 1879.")] == ["negation"]
     assert check("Einstein was born in Ulm in 1879.",
                  "Einstein was born in Ulm, Germany, in 1879 and died in Princeton in 1955.") == []
+
+
+def test_antonym_states_and_events_of_short_claims() -> None:
+    assert [m.kind for m in check("Mount Etna is a dormant volcano on the east coast of Sicily.",
+                                  "Mount Etna is an active volcano on the east coast of Sicily.")] == ["negation"]
+    # two content words: the opposed word is left out of the alignment gate, so the check runs
+    assert [m.kind for m in check("The bridge was demolished in 1967.", "The bridge was built in 1967.")] == ["negation"]
+    assert check("The bridge was built in 1901 and demolished in 1967.",
+                 "The bridge, built in 1901, was demolished in 1967.") == []
+    assert [m.kind for m in check("The treaty was rejected by the Senate in 1919.",
+                                  "The Senate ratified the treaty in 1919.")] == ["negation"]

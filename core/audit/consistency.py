@@ -334,7 +334,12 @@ _ANTONYMS = [
     ("arrested", "released"), ("started", "ended"), ("began", "ended"), ("entered", "exited"), ("added", "removed"),
     ("supported", "opposed"), ("support", "oppose"), ("confirmed", "denied"), ("accepted", "declined"),
     ("promoted", "demoted"), ("upgraded", "downgraded"), ("surplus", "deficit"), ("profit", "loss"),
-    ("legalized", "criminalized"), ("legalised", "criminalised"), ("born", "died"), ("passed", "failed"), ("present", "absent"), ("wet", "dry"),
+    ("legalized", "criminalized"), ("legalised", "criminalised"), ("born", "died"), ("passed", "failed"),
+    ("active", "dormant"), ("active", "extinct"), ("extinct", "extant"), ("built", "demolished"),
+    ("constructed", "demolished"), ("ratified", "rejected"), ("heavier", "lighter"), ("longer", "shorter"),
+    ("longest", "shortest"), ("wider", "narrower"), ("deeper", "shallower"), ("hotter", "colder"),
+    ("hottest", "coldest"), ("nearest", "farthest"), ("closest", "farthest"), ("northern", "southern"),
+    ("eastern", "western"), ("upstream", "downstream"), ("present", "absent"), ("wet", "dry"),
     ("overestimate", "underestimate"), ("online", "offline"), ("encrypted", "unencrypted"), ("enabled", "disabled"),
     ("enable", "disable"), ("deprecated", "recommended"), ("synchronous", "asynchronous"), ("mutable", "immutable"),
 ]
@@ -752,6 +757,13 @@ def _cached_checks(claim: str, evidence: str, context: str) -> tuple[Mismatch, .
     return _checks(claim, evidence, context)
 
 
+def _opposed(claim: str, evidence: str) -> set[str]:
+    """The claim's words whose opposite the evidence has: left out of the alignment gate, or a short claim
+    ("The bridge was demolished in 1967" / "... built in 1967") never reaches it by construction."""
+    e = set(content_tokens(evidence))
+    return {t for t in content_tokens(claim) if t not in e and _ANTI.get(t, set()) & e}
+
+
 def _checks(claim: str, evidence: str, context: str) -> tuple[Mismatch, ...]:
     """Every mismatch between ``claim`` and ``evidence`` (the aligned sentence or two).
 
@@ -763,7 +775,7 @@ def _checks(claim: str, evidence: str, context: str) -> tuple[Mismatch, ...]:
     names = {t for n, _ in _names(claim) for t in content_tokens(n)}
     if alignment(claim, evidence, names) >= ALIGNMENT_MIN:
         found += _entity_checks(claim, evidence, context)
-    if alignment(claim, evidence) < ALIGNMENT_MIN:
+    if alignment(claim, evidence, _opposed(claim, evidence)) < ALIGNMENT_MIN:
         return tuple(found)
     found += _role_checks(claim, evidence)
     found += _negation_checks(claim, evidence)
