@@ -6,6 +6,7 @@ from __future__ import annotations
 from bosun.core.audit.audit import audit
 from bosun.core.audit.config import AuditConfig
 from bosun.core.audit.consistency import check, overclaim
+from bosun.core.audit.match import clauses
 
 LEX = AuditConfig(matcher="bm25")
 
@@ -87,3 +88,17 @@ def test_antonym_states_and_events_of_short_claims() -> None:
                  "The bridge, built in 1901, was demolished in 1967.") == []
     assert [m.kind for m in check("The treaty was rejected by the Senate in 1919.",
                                   "The Senate ratified the treaty in 1919.")] == ["negation"]
+
+
+def test_add_on_after_an_appositive_or_at_the_end_of_a_list_of_predicates() -> None:
+    chunks = [{"content": "Aspirin is used to reduce fever and relieve mild to moderate pain."},
+              {"content": "It was first synthesised by Felix Hoffmann at Bayer in 1897."}]
+    assert [t for t, _ in clauses("Aspirin, first synthesised by Hoffmann in 1897, also cures the common cold.")][-1] \
+        == "also cures the common cold."
+    assert len(clauses("Aspirin reduces fever, relieves mild pain and reverses hair loss.")) == 2
+    assert len(clauses("Salt and pepper are common seasonings.")) == 1
+    for claim in ("Aspirin, first synthesised by Felix Hoffmann at Bayer in 1897, also cures the common cold.",
+                  "Aspirin reduces fever, relieves mild pain and reverses hair loss."):
+        assert audit("", chunks, claim, LEX)["claims"][0]["verdict"] == "partially_supported"
+    assert audit("", chunks, "Aspirin reduces fever and relieves mild to moderate pain.", LEX)["claims"][0]["verdict"] \
+        == "supported"

@@ -79,7 +79,9 @@ _SPECIFIC = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]*|\d[\d.,]*)")
 
 _CLAUSE_SPLIT = re.compile(
     r"\s*(?:;|,\s*(?:and|but|while|whereas|which|who|where|so|yet)\b|\b(?:and|but)\s+(?:also|it|they|he|she|this|that)\b"
-    r"|\bas well as\b|\band\s+(?=(?:is|are|was|were|has|have|had|can|will|could|would|may|might)\b))\s*",
+    r"|\bas well as\b|\band\s+(?=(?:is|are|was|were|has|have|had|can|will|could|would|may|might)\b)"
+    # ", also cures X" after an appositive; "..., relieves pain and reverses hair loss": a verb after "and"
+    r"|,\s*(?=also\b)|\band\s+(?=[a-z]+(?:es|ed)\b))\s*",
     re.IGNORECASE,
 )
 
