@@ -109,7 +109,9 @@ def bench_warm(goal_text: str, texts: list[str], vecs: dict[str, Vectors], lines
 def speed_texts(n: int) -> tuple[str, list[str], dict[str, Vectors]]:
     """A goal and up to ``n`` real texts with vectors: HotpotQA passages first (embedded once when no bench
     store holds them: ~2,600 passages; on a fresh machine the pool would otherwise be other texts and
-    measure another workload), then WiCE sentences and MetaTool queries that are already cached."""
+    measure another workload), then WiCE sentences and MetaTool queries that are already cached, then
+    as many more WiCE sentences as the largest pool needs, embedded once (the 20,000 row was skipped
+    on machines whose bench stores held fewer vectors)."""
     cases = hotpot_cases()
     hotpot = [t for c in cases for t in c.candidates]
     goal = cases[0].goal
@@ -126,6 +128,10 @@ def speed_texts(n: int) -> tuple[str, list[str], dict[str, Vectors]]:
         vecs.update(more)
         seen = set(texts)
         texts += [t for t in (*wice, *queries) if t in more and t not in seen and not seen.add(t)]  # type: ignore[func-returns-value]
+        if len(texts) < n:  # fill the pool with WiCE sentences embedded now (cached for the next run)
+            fill = [t for t in wice if t not in seen][: n - len(texts)]
+            vecs.update(asyncio.run(embed_all(fill)))
+            texts += [t for t in fill if t in vecs]
     return goal, texts[:n], vecs
 
 
