@@ -102,3 +102,36 @@ def test_add_on_after_an_appositive_or_at_the_end_of_a_list_of_predicates() -> N
         assert audit("", chunks, claim, LEX)["claims"][0]["verdict"] == "partially_supported"
     assert audit("", chunks, "Aspirin reduces fever and relieves mild to moderate pain.", LEX)["claims"][0]["verdict"] \
         == "supported"
+
+
+def test_the_same_month_in_another_year_is_a_date_mismatch() -> None:
+    ev = "The Apollo 11 crew landed on the Moon in July 1969. The mission was announced in May 1961."
+    found = check("The crew landed on the Moon in July 1961 after an announcement in May 1961.", ev)
+    assert [m.kind for m in found] == ["date"] and "july 1961" in found[0].claim
+    assert check("The crew landed on the Moon in July 1969, eight years after the May 1961 announcement.", ev) == []
+    assert check("Apollo 11 landed on July 20, 1969.", "On July 20, 1969, Apollo 11 landed in the Sea of Tranquility.") == []
+
+
+def test_a_converse_said_from_the_other_party_is_no_contradiction() -> None:
+    ev = "Spain won the Euro 2024 final, beating England 2-1 in Berlin."
+    assert check("England lost the Euro 2024 final to Spain 2-1 in Berlin.", ev) == []
+    flipped = check("Spain lost the Euro 2024 final to England 2-1 in Berlin.", ev)
+    assert [m.kind for m in flipped] == ["negation"]
+
+
+def test_direction_verbs_of_markets_and_amounts_are_opposites() -> None:
+    ev = "Brent crude rose 3% on Tuesday after the cartel announced deeper output cuts."
+    assert [m.kind for m in check("Brent crude slid 3% on Tuesday after the cartel announced deeper output cuts.", ev)] == ["negation"]
+    assert check("Brent crude gained 3% on Tuesday after the cartel announced deeper output cuts.", ev) == []
+
+
+def test_a_share_named_by_a_size_word_is_a_quantifier() -> None:
+    ev = "Only a small fraction of the asteroids catalogued so far are larger than one kilometre."
+    assert [m.kind for m in check("Most of the asteroids catalogued so far are larger than one kilometre.", ev)] == ["quantifier"]
+
+
+def test_never_is_a_universal_the_evidence_must_state() -> None:
+    ev = "By default, git status does not show ignored files; the --ignored flag lists them."
+    assert overclaim("git status never shows ignored files.", ev) == "never"
+    assert overclaim("git status never shows ignored files.", "git status never shows ignored files.") is None
+    assert overclaim("git status does not show ignored files by default.", ev) is None

@@ -281,6 +281,29 @@ def _weekdays(text: str) -> frozenset[str]:
     return frozenset(m.group(1).lower() for m in _WEEKDAY_RE.finditer(text))
 
 
+_MONTH_YEAR = re.compile(r"\b(" + "|".join(_MONTH_NAMES) + r")\.?\s+(?:\d{1,2}(?:st|nd|rd|th)?,?\s+)?(1\d{3}|20\d{2})\b", re.I)
+
+
+@lru_cache(maxsize=16_384)
+def _month_years(text: str) -> frozenset[tuple[int, int]]:
+    """(month, year) of every "June 2007" / "June 29, 2007" in the text."""
+    return frozenset((_MONTH_NAMES.index(m.group(1).lower()) + 1, int(m.group(2))) for m in _MONTH_YEAR.finditer(text))
+
+
+def _month_year_check(claim: str, evidence: str, context: str) -> Mismatch | None:
+    """ "went on sale in June 2008" against "went on sale in June 2007": the same month in another year
+    (or the same year in another month), where the year alone is no mismatch because the evidence
+    mentions 2007 elsewhere."""
+    known = _month_years(context)
+    ev = _month_years(evidence)
+    for month, year in sorted(_month_years(claim) - known):
+        for e_month, e_year in sorted(ev):
+            if (e_month == month) != (e_year == year) and (e_month, e_year) not in _month_years(claim):
+                return Mismatch("date", f"{_MONTH_NAMES[month - 1]} {year}", f"{_MONTH_NAMES[e_month - 1]} {e_year}",
+                                "the evidence dates this differently")
+    return None
+
+
 def _date_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     out: list[Mismatch] = []
     c_years, e_years, x_years = _years(claim), _years(evidence), _years(context)
@@ -288,6 +311,10 @@ def _date_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     if missing and e_years - c_years:
         out.append(Mismatch("date", str(missing[0]), ", ".join(str(y) for y in sorted(e_years - c_years)),
                             "the evidence dates this differently"))
+    if not out:
+        pair = _month_year_check(claim, evidence, context)
+        if pair:
+            out.append(pair)
     c_d, e_d, x_d = _weekdays(claim), _weekdays(evidence), _weekdays(context)
     if c_d and not (c_d & x_d) and e_d and not out:
         out.append(Mismatch("date", sorted(c_d)[0], sorted(e_d)[0], "the evidence gives a different day"))
@@ -347,11 +374,13 @@ _POLARITY = [
     ("increase increases increased increasing raise raises raised rise rises rose risen boost boosts boosted "
      "elevate elevates elevated higher grow grows grew growth improve improves improved enhance enhances "
      "enhanced accelerate accelerates accelerated strengthen strengthens strengthened expand expands expanded "
-     "up climb climbs climbed surge surges surged",
+     "up climb climbs climbed surge surges surged gain gains gained jump jumps jumped rally rallies rallied "
+     "soar soars soared spike spikes spiked advance advances advanced",
      "decrease decreases decreased decreasing reduce reduces reduced reduction lower lowers lowered fall falls "
      "fell fallen decline declines declined drop drops dropped shrink shrinks shrank worsen worsens worsened "
      "diminish diminishes diminished slow slows slowed weaken weakens weakened lessen lessens lessened "
-     "down plunge plunges plunged"),
+     "down plunge plunges plunged slide slides slid sliding slip slips slipped dip dips dipped sink sinks sank "
+     "tumble tumbles tumbled slump slumps slumped retreat retreats retreated"),
     ("allow allows allowed permit permits permitted legal legalise legalises legalised legalize legalizes "
      "legalized", "forbid forbids forbade ban bans banned prohibit prohibits prohibited illegal outlaw outlaws "
      "outlawed criminalise criminalised criminalize criminalized"),
@@ -479,8 +508,39 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
                 return [Mismatch("negation", term, other, "the evidence states the opposite")]
         for j, other in enumerate(e_seq):
             if other in _ANTI.get(term, ()) and other not in c_all and _neighbours(c_seq, i) & _neighbours(e_seq, j):
+                if _converse(claim, evidence, term, other):
+                    continue
                 return [Mismatch("negation", term, other, "the evidence states the opposite")]
     return []
+
+
+# relations whose opposite, said from the other party, is the same fact: "France lost to Argentina" is
+# "Argentina won against France"; "B bought it from A" is "A sold it to B"
+_CONVERSE = frozenset(stem(w) for w in ["win", "wins", "won", "lose", "loses", "lost", "buy", "buys", "bought", "sell", "sells", "sold", "lend", "lends", "lent", "borrow", "borrows", "borrowed"])
+_WORD = re.compile(r"[A-Za-z][\w'-]*")
+
+
+def _subject_before(text: str, term: str) -> str | None:
+    """The capitalised name closest before the first word whose stem is ``term`` (its subject, roughly)."""
+    words = list(_WORD.finditer(text))
+    for k, m in enumerate(words):
+        if stem(m.group(0).lower()) != term:
+            continue
+        for prev in reversed(words[:k]):
+            w = prev.group(0)
+            if w[0].isupper() and w.lower() not in _OPENERS and w.lower() not in _NOT_NAMES:
+                return w
+        return None
+    return None
+
+
+def _converse(claim: str, evidence: str, term: str, other: str) -> bool:
+    """The two opposite words are said of different parties, each named on both sides: a converse, not a flip."""
+    if term not in _CONVERSE or other not in _CONVERSE:
+        return False
+    a, b = _subject_before(claim, term), _subject_before(evidence, other)
+    return bool(a and b and a != b and re.search(rf"\b{re.escape(a)}\b", evidence)
+                and re.search(rf"\b{re.escape(b)}\b", claim))
 
 
 # -- quantifiers ---------------------------------------------------------------------------
@@ -497,6 +557,9 @@ _Q_PHRASES = {
     "less than half": 0, "fewer than half": 0, "only a few": 0, "very few": 0, "hardly any": 0,
     "a small minority": 0, "more than half": 2, "the vast majority": 2, "the majority": 2,
     "nearly all": 3, "almost all": 2, "virtually all": 3,
+    # a share named by a size word: "only a small fraction of the exoplanets" is the few, "the bulk" the most
+    "a small fraction": 0, "only a small fraction": 0, "a tiny fraction": 0, "a small number": 0,
+    "a small share": 0, "a handful": 0, "the bulk": 2,
 }
 _Q_PHRASE = re.compile(r"\b(?:" + "|".join(p.replace(" ", r"\s+") for p in _Q_PHRASES) + r")\b")
 _ONLY = re.compile(r"\b(?:only|sole|solely|exclusively)\b", re.I)
@@ -568,7 +631,8 @@ def _quantifier_checks(claim: str, evidence: str) -> list[Mismatch]:
     return []
 
 
-_UNIVERSAL = re.compile(r"\b(all|every|always|invariably|universally)\b", re.I)
+# "never" is the universal of the negative: "ls never lists dot files" against "by default ls does not list them"
+_UNIVERSAL = re.compile(r"\b(all|every|always|never|invariably|universally)\b", re.I)
 _NOT_UNIVERSAL = re.compile(
     r"\b(?:at all|after all|above all|all but|all[- ]time|all of a sudden|for all|once and for all|every other|"
     r"not all|not every|not always|almost all|nearly all|virtually all|all in all|all over)\b", re.I)
