@@ -135,3 +135,14 @@ def test_never_is_a_universal_the_evidence_must_state() -> None:
     assert overclaim("git status never shows ignored files.", ev) == "never"
     assert overclaim("git status never shows ignored files.", "git status never shows ignored files.") is None
     assert overclaim("git status does not show ignored files by default.", ev) is None
+
+
+def test_a_negated_comparison_is_a_superlative_not_a_denial() -> None:
+    ev = "The Amazon discharges more water than any other river in the world."
+    assert check("No other river in the world discharges more water than the Amazon.", ev) == []
+    assert [m.kind for m in check("The Amazon does not discharge more water than any other river.", ev)] == ["negation"]
+
+
+def test_a_roman_numeral_in_a_name_is_its_ordinal() -> None:
+    ev = "Rationing of sugar in Britain ended in 1953, eight years after the Second World War."
+    assert check("Sugar rationing in Britain ended in 1953, eight years after World War II.", ev) == []

@@ -211,6 +211,23 @@ def _converted_agree(claim: Quantity, ev: Quantity) -> bool:
     return ev.bound in exact and ((claim.bound == ">" and e >= c) or (claim.bound == "<" and e <= c))
 
 
+@lru_cache(maxsize=16_384)
+def agreeing_numbers(claim: str, evidence: str) -> frozenset[str]:
+    """The claim's number tokens whose amount the evidence states in another form: rounded ("1.6 km" for
+    "1,642 m", "14.1 million" for "14,094,034"), bounded ("over 1.6 km") or in other units ("4,100 miles"
+    for "6,650 km"). A paraphrase restates numbers; exact token matching calls them missing."""
+    e_q = [q for q in quantities(evidence) if not q.year]
+    out: set[str] = set()
+    for cq in quantities(claim):
+        if cq.year or not any(
+            (_same_value(cq, eq) and (cq.unit is None or eq.unit is None or cq.unit == eq.unit)) or _converted_agree(cq, eq)
+            for eq in e_q
+        ):
+            continue
+        out.update(t for t in content_tokens(cq.raw) if t[:1].isdigit())
+    return frozenset(out)
+
+
 def _number_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     out: list[Mismatch] = []
     c_q = [q for q in quantities(claim) if not q.year]
@@ -406,6 +423,12 @@ for _up, _down in _POLARITY:
 _CLAUSE_END = re.compile(r"[,;:?!.()]|\b(?:but|although|though|whereas|while|however)\b", re.I)
 
 
+# "no country has won more often than Brazil", "nothing is larger than ...": a negated comparison is a
+# superlative of the other party, not a denial of the predicate
+_NO_ONE = re.compile(r"\b(?:no|none|nobody|nothing|never)\b", re.I)
+_COMPARED = re.compile(r"\b(?:more|less|fewer|better|worse|\w{3,}er)\b.*?\bthan\b", re.I)
+
+
 @lru_cache(maxsize=16_384)
 def _scopes(text: str) -> tuple[tuple[str, ...], ...]:
     """For each negation cue, the content words it governs: up to 3, within its clause."""
@@ -413,6 +436,8 @@ def _scopes(text: str) -> tuple[tuple[str, ...], ...]:
     for m in _NEG.finditer(text):
         rest = text[m.end() : m.end() + 120]
         stop = _CLAUSE_END.search(rest)
+        if _NO_ONE.fullmatch(m.group(0)) and _COMPARED.search(rest[: stop.start()] if stop else rest):
+            continue
         out.append(tuple(content_tokens(rest[: stop.start()] if stop else rest)[:3]))
     return tuple(out)
 
@@ -702,10 +727,17 @@ _PAGE_WORDS = frozenset(
 )
 
 
+# a roman numeral in a name is the ordinal in another wording: "World War II" is the "Second World War"
+_ROMAN_ORDINALS = {"i": "first", "ii": "second", "iii": "third", "iv": "fourth", "v": "fifth", "vi": "sixth",
+                   "vii": "seventh", "viii": "eighth"}
+
+
 def _present(token: str, pool: set[str]) -> bool:
-    """Exact, or the same word in another form ("greece"/"greek", "tio2"/"tio")."""
+    """Exact, or the same word in another form ("greece"/"greek", "tio2"/"tio", "ii"/"second")."""
     if token in pool:
         return True
+    if token in _ROMAN_ORDINALS:
+        return stem(_ROMAN_ORDINALS[token]) in pool or _ROMAN_ORDINALS[token] in pool
     head = token[:4]
     return len(token) >= 4 and any(p.startswith(head) and (p.startswith(token[:-1]) or token.startswith(p[:-1]))
                                    for p in pool if len(p) >= 3)

@@ -35,7 +35,7 @@ import numpy as np
 
 from bosun.core.audit.align import aligned_coverage
 from bosun.core.audit.claims import content_tokens
-from bosun.core.audit.consistency import Mismatch, check, overclaim
+from bosun.core.audit.consistency import Mismatch, agreeing_numbers, check, overclaim
 from bosun.core.audit.index import SentenceIndex
 
 TOP_K = 8  # candidate sentences per claim by coverage
@@ -225,6 +225,8 @@ def match_claim(
     ev_bigrams = set(itertools.pairwise(ev_tokens))
     bigram = (sum(1 for bg in bigrams if bg in ev_bigrams) / len(bigrams)) if bigrams else cov1
     nums = [t for t in terms.tokens if t[0].isdigit()]
+    if any(t not in covered_set for t in nums):  # a number restated in another form counts as covered
+        covered_set |= agreeing_numbers(claim_text, " ".join(index.sentences[s].text for s in cands))
     specific = _specific_tokens(claim_text).intersection(terms.tokens)
     mismatches = _mismatches(claim_text, evidence, index, contents, cands, cov)
     universal = overclaim(claim_text, " ".join(index.sentences[s].text for s in evidence))
