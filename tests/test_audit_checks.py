@@ -146,3 +146,9 @@ def test_a_negated_comparison_is_a_superlative_not_a_denial() -> None:
 def test_a_roman_numeral_in_a_name_is_its_ordinal() -> None:
     ev = "Rationing of sugar in Britain ended in 1953, eight years after the Second World War."
     assert check("Sugar rationing in Britain ended in 1953, eight years after World War II.", ev) == []
+
+
+def test_an_irregular_past_tense_after_and_starts_a_clause() -> None:
+    parts = [text for text, _ in clauses("Amazon bought Whole Foods in 2017 and paid $13.7 billion for the grocer.")]
+    assert parts == ["Amazon bought Whole Foods in 2017", "paid $13.7 billion for the grocer."]
+    assert len(clauses("Cut flowers and fresh herbs were sold at the market.")) == 1

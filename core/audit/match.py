@@ -77,11 +77,22 @@ SEM_UNION_K = 3  # candidates averaged for sem_union, as many as the greedy cove
 # a number, or a capitalised word that does not open the claim or a sentence of it: a name or a date
 _SPECIFIC = re.compile(r"(?<![.!?]\s)(?<!^)\b([A-Z][\w'-]*|\d[\d.,]*)")
 
+# past tenses only (no "cut", "set", "left", "found": those are nouns, adjectives or presents too)
+_IRREGULAR_PAST = frozenset([
+    "became", "began", "brought", "built", "bought", "caught", "chose", "came", "did", "drew", "drove", "fell",
+    "fought", "fled", "flew", "forgot", "froze", "gave", "got", "grew", "held", "hid", "kept", "knew", "laid",
+    "lent", "made", "meant", "met", "oversaw", "paid", "ran", "rang", "rose", "said", "sang", "sank", "sat",
+    "sent", "shook", "shot", "slid", "sold", "sought", "spent", "spoke", "stood", "stole", "struck", "swore",
+    "swept", "swam", "taught", "tore", "told", "thought", "threw", "took", "underwent", "understood",
+    "undertook", "went", "withdrew", "wore", "wrote",
+])
 _CLAUSE_SPLIT = re.compile(
     r"\s*(?:;|,\s*(?:and|but|while|whereas|which|who|where|so|yet)\b|\b(?:and|but)\s+(?:also|it|they|he|she|this|that)\b"
     r"|\bas well as\b|\band\s+(?=(?:is|are|was|were|has|have|had|can|will|could|would|may|might)\b)"
     # ", also cures X" after an appositive; "..., relieves pain and reverses hair loss": a verb after "and"
-    r"|,\s*(?=also\b)|\band\s+(?=[a-z]+(?:es|ed)\b))\s*",
+    r"|,\s*(?=also\b)|\band\s+(?=[a-z]+(?:es|ed)\b)"
+    # an irregular past tense or a sequence word after "and": "... in October 2022 and laid off half its staff"
+    r"|\band\s+(?=(?:" + "|".join(sorted(_IRREGULAR_PAST)) + r"|then|later|soon|subsequently|afterwards|eventually)\b))\s*",
     re.IGNORECASE,
 )
 
