@@ -42,6 +42,7 @@ import aiosqlite
 from bosun.core.errors import StorageError
 from bosun.store.private import private_dir, private_file, tighten
 from bosun.store.schema import MIGRATIONS, SCHEMA_VERSION
+from bosun.store.sqlite_uri import readonly_uri
 
 T = TypeVar("T")
 BUSY_TIMEOUT_S = 5.0
@@ -220,7 +221,7 @@ def open_inline_reader(path: Path | str) -> InlineReader | None:
     if str(path) == ":memory:":
         return None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(readonly_uri(path), uri=True, isolation_level=None, check_same_thread=False)
     except sqlite3.Error:
         return None
     try:
@@ -236,7 +237,7 @@ async def open_reader(path: Path | str) -> aiosqlite.Connection | None:
     """A read-only connection to the migrated database at ``path`` (None for ``:memory:``: read on the writer)."""
     if str(path) == ":memory:":
         return None
-    conn = await aiosqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    conn = await aiosqlite.connect(readonly_uri(path), uri=True, isolation_level=None)
     try:
         await run(conn, f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         await run(conn, "PRAGMA query_only=ON")

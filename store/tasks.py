@@ -25,6 +25,7 @@ from bosun.core.errors import Conflict
 from bosun.core.task.state import Event
 from bosun.store.db import fetch, run
 from bosun.store.idempotency import AlreadyApplied
+from bosun.store.sqlite_uri import readonly_uri
 
 # one statement each (the migration runner splits on ';', so triggers live here, idempotent)
 _TRIGGERS = (
@@ -149,7 +150,7 @@ class SQLiteTaskStore:
     def _reader(self) -> sqlite3.Connection | None:
         if self._ro is None and self._path is not None:
             try:
-                self._ro = sqlite3.connect(f"file:{self._path}?mode=ro", uri=True, check_same_thread=False,
+                self._ro = sqlite3.connect(readonly_uri(self._path), uri=True, check_same_thread=False,
                                            isolation_level=None)
                 self._ro.execute("PRAGMA busy_timeout=2000")
             except sqlite3.Error:

@@ -332,3 +332,28 @@ async def test_small_reads_are_answered_inline_and_large_ones_on_the_reader(tmp_
         assert idem_mod.fetch_inline is store_db.fetch_inline
     finally:
         await stores.aclose()
+
+
+async def test_a_home_whose_path_holds_uri_characters_reads_its_own_store(tmp_path: Path) -> None:
+    """The read-only connections open ``file:`` URIs: "?", "#" and "%" in the path are encoded, so the
+    inline reader and the reader read this store (not a file cut at the "?") and create nothing else."""
+    from bosun.store.db import open_inline_reader
+    from bosun.store.sqlite_uri import readonly_uri
+
+    home = tmp_path / "odd?name#with%20chars"
+    home.mkdir()
+    stores = await open_stores(home / "b.db", None)
+    try:
+        ref = parse_ref((await stores.refs.put_many([(b"payload", "text/plain")]))[0])
+        assert await stores.refs.get(ref) == b"payload"
+        inline = open_inline_reader(home / "b.db")
+        assert inline is not None
+        try:
+            rows = inline.fetch("SELECT COUNT(*) FROM refs")
+            assert rows is not None and rows[0][0] == 1
+        finally:
+            inline.close()
+    finally:
+        await stores.aclose()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["odd?name#with%20chars"]
+    assert readonly_uri("/a b/c?d#e%f") == "file:/a%20b/c%3Fd%23e%25f?mode=ro"

@@ -46,11 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def check_store(db_path: Path) -> Check:
     from bosun.store.schema import SCHEMA_VERSION
+    from bosun.store.sqlite_uri import readonly_uri
 
     if not db_path.exists():
         return Check("store", "ok", "no database yet (the first `bosun serve` creates it)")
     try:
-        conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, timeout=5)
+        conn = sqlite3.connect(readonly_uri(db_path), uri=True, timeout=5)
         try:
             verdict = conn.execute("PRAGMA quick_check").fetchone()[0]
             applied = conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()[0]

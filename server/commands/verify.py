@@ -72,11 +72,12 @@ async def verify_task(db_path: Path, task_id: str, database_url: str | None = No
     import aiosqlite
 
     from bosun.store.refs import SQLiteRefStore
+    from bosun.store.sqlite_uri import readonly_uri
     from bosun.store.tasks import SQLiteTaskStore
 
     if not db_path.exists():
         return 2, {"error": f"no bosun database at {db_path}"}
-    conn = await aiosqlite.connect(f"file:{db_path}?mode=ro", uri=True)
+    conn = await aiosqlite.connect(readonly_uri(db_path), uri=True)
     try:
         events = await SQLiteTaskStore(conn).events(task_id)
         if not events:
