@@ -45,7 +45,6 @@ from bosun.core.audit.match import (
     ALIGNED_FEATURES,
     LEXICAL_FEATURES,
     MEASURED_FEATURES,
-    ROUND4_ALIGNED,
     SEMANTIC_FEATURES,
     at_most_partial,
     has_uncovered_clause,
@@ -67,6 +66,7 @@ SIGN = {"cov1": 1, "cov2": 1, "cov3": 1, "bigram": 1, "clause_min": 1, "sem_max"
         "miss_frac": -1, "miss_max": -1, "num_missing": -1, "mismatch": -1, "specific_cov": 1, "sem_union": 1,
         "log_sentences": -1, "align": 1, "align_min": 1, "align_q25": 1, "align_low": -1, "align_specific": 1,
         "align_worst": 1, "align_gaps": -1}
+ROUND4_ALIGNED = (*SEMANTIC_FEATURES, "align")  # the round-4 default (with bigram), kept for the comparison
 ARMS = {
     "lexical": LEXICAL_FEATURES,
     "semantic": ("sem_max", "sem_best", "mismatch"),

@@ -68,7 +68,6 @@ MEASURED_FEATURES = ("sem_union",)
 # the writer, not support (ExpertQA's answers copy their pages, WiCE's claims paraphrase); once ``align`` gives
 # soft coverage, dropping it lifts the worst transfer cell (bench/audit_train.py --ablate --shift, round 5)
 ALIGNED_FEATURES = (*(n for n in SEMANTIC_FEATURES if n != "bigram"), "align")
-ROUND4_ALIGNED = (*SEMANTIC_FEATURES, "align")  # the round-4 default, kept for the comparison
 # computed and reported, not in the model: the alignment of the claim's worst clause (WiCE CV up,
 # ExpertQA CV and transfer down; bench/audit_train.py --ablate)
 ALIGN_MEASURED = ("align_min", "align_q25", "align_low", "align_specific", "align_worst", "align_gaps")

@@ -162,7 +162,6 @@ def _title(body: str) -> str:
 
 DERIVED_MIN_WORDS = 6  # an opening paragraph shorter than this says too little to route on
 DERIVED_MAX_CHARS = 400  # about a trigger line's length: the lead, not the whole rulebook
-_FIELD_LINE_RE = re.compile(r"^\s*[-*]?\s*\*\*[A-Za-z][A-Za-z -]*?(:\*\*|\*\*:)")
 
 
 def _opening_paragraph(body: str) -> str:
@@ -177,7 +176,7 @@ def _opening_paragraph(body: str) -> str:
                 break
             continue
         prose = bool(line) and not fence and not line.startswith(("#", "|", ">", "<!--", "---"))
-        prose = prose and not _FIELD_LINE_RE.match(line) and not re.match(r"^([-*+]|\d+[.)])\s", line)
+        prose = prose and not (_FIELD_RE.match(line) or _FIELD_RE2.match(line)) and not re.match(r"^([-*+]|\d+[.)])\s", line)
         if prose:
             lines.append(line)
         elif lines:
