@@ -14,11 +14,18 @@ from pathlib import Path
 
 import numpy as np
 
-from bosun.core.audit.align import soft_recall
+from bosun.core.audit.align import best_of, sentence_recall
 from bosun.core.audit.audit import embed_text
 from bosun.core.audit.claims import _LIST_MARK, strip_citations
 from bosun.core.audit.index import build_index
-from bosun.core.audit.match import alignment, alignment_extras, candidates, claim_terms, match_claim
+from bosun.core.audit.match import (
+    alignment,
+    alignment_extras,
+    budget_alignment,
+    candidates,
+    claim_terms,
+    match_claim,
+)
 from bosun.core.embedding import text_key
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -29,6 +36,7 @@ SHIFT_K = 5  # sentences kept per claim in the evidence-shift variant (FEVER-sty
 CACHE = Path(os.environ.get("BOSUN_AUDIT_CACHE", "/tmp/bosun-audit-emb.npz"))
 ALIGN_CACHE = CACHE.with_name(CACHE.stem + "-align.json")  # token-alignment features by claim + candidates
 BEST_CACHE = CACHE.with_name(CACHE.stem + "-best.json")  # each claim word's best token cosine, same keys
+PER_CACHE = CACHE.with_name(CACHE.stem + "-per.json")  # ... against each candidate sentence, same keys
 
 
 class EmbedCache:
@@ -45,6 +53,7 @@ class EmbedCache:
             {k: tuple(v) for k, v in json.loads(ALIGN_CACHE.read_text()).items()} if ALIGN_CACHE.exists() else {})
         self.best: dict[str, dict[str, float]] = (
             json.loads(BEST_CACHE.read_text()) if BEST_CACHE.exists() else {})
+        self.per: dict[str, dict[str, list[float]]] = json.loads(PER_CACHE.read_text()) if PER_CACHE.exists() else {}
         self.dirty = False
 
     def model(self):  # type: ignore[no-untyped-def]
@@ -91,14 +100,23 @@ class EmbedCache:
         """Each claim word's best token cosine against the candidates (soft_recall), cached on disk."""
         key = text_key("\x00".join([claim, *cands]))
         if key not in self.best:
-            states = self.encoder().encode([claim, *cands])
-            self.best[key] = soft_recall(states[0], states[1:])
+            self.best[key] = best_of(self.sentence_cosines(claim, cands))
             self.dirty = True
         return self.best[key]
+
+    def sentence_cosines(self, claim: str, cands: list[str]) -> dict[str, np.ndarray]:
+        """Each claim word's best token cosine against each candidate (sentence_recall), cached on disk."""
+        key = text_key("\x00".join([claim, *cands]))
+        if key not in self.per:
+            states = self.encoder().encode([claim, *cands])
+            self.per[key] = {t: [round(float(x), 5) for x in v] for t, v in sentence_recall(states[0], states[1:]).items()}
+            self.dirty = True
+        return {t: np.array(v, dtype=np.float32) for t, v in self.per[key].items()}
 
     def save(self) -> None:
         if self.dirty:
             BEST_CACHE.write_text(json.dumps(self.best))
+            PER_CACHE.write_text(json.dumps(self.per))
             ALIGN_CACHE.write_text(json.dumps(self.aligned))
             keys = list(self.vecs)
             np.savez(CACHE, keys=np.array(keys), vecs=np.stack([self.vecs[k] for k in keys]))
@@ -133,6 +151,7 @@ def features(ex: Example, emb: EmbedCache | None) -> dict[str, float]:
 
         m.features["align"], m.features["align_min"] = emb.align(claim, texts, compute)
         m.features.update(alignment_extras(claim, index, emb.best_cosines(claim, texts)))
+        m.features.update(budget_alignment(index, emb.sentence_cosines(claim, texts)))
     else:
         m = match_claim(claim, index, contents, terms=terms, cands=cands)
     return m.features

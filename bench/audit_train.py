@@ -45,6 +45,7 @@ from bosun.core.audit.match import (
     ALIGNED_FEATURES,
     LEXICAL_FEATURES,
     MEASURED_FEATURES,
+    ROUND6_ALIGNED,
     SEMANTIC_FEATURES,
     at_most_partial,
     has_uncovered_clause,
@@ -65,14 +66,15 @@ RESHUFFLES = 7
 SIGN = {"cov1": 1, "cov2": 1, "cov3": 1, "bigram": 1, "clause_min": 1, "sem_max": 1, "sem_best": 1,
         "miss_frac": -1, "miss_max": -1, "num_missing": -1, "mismatch": -1, "specific_cov": 1, "sem_union": 1,
         "log_sentences": -1, "align": 1, "align_min": 1, "align_q25": 1, "align_low": -1, "align_specific": 1,
-        "align_worst": 1, "align_gaps": -1}
+        "align_worst": 1, "align_gaps": -1, "align_b1": 1, "align_b2": 1, "align_b3": 1}
 ROUND4_ALIGNED = (*SEMANTIC_FEATURES, "align")  # the round-4 default (with bigram), kept for the comparison
 ARMS = {
     "lexical": LEXICAL_FEATURES,
     "semantic": ("sem_max", "sem_best", "mismatch"),
     "hybrid": SEMANTIC_FEATURES,
     "hybrid + token alignment, with bigram (round 4)": ROUND4_ALIGNED,
-    "hybrid + token alignment (default)": ALIGNED_FEATURES,
+    "hybrid + token alignment over every candidate (round 6)": ROUND6_ALIGNED,
+    "hybrid + token alignment, best 3 sentences (default)": ALIGNED_FEATURES,
 }
 
 
@@ -225,7 +227,7 @@ def main() -> None:
         arms.update({"hybrid + token alignment with " + f: (*ALIGNED_FEATURES, f) for f in ALIGN_MEASURED})
         arms["hybrid with align_min instead of align"] = (*SEMANTIC_FEATURES, *ALIGN_MEASURED)
         arms.update({"hybrid + token alignment without " + f: tuple(n for n in ALIGNED_FEATURES if n != f)
-                     for f in ALIGNED_FEATURES if f not in ("align", "mismatch")})
+                     for f in ALIGNED_FEATURES if f not in ("align", "align_b3", "mismatch")})
         print("\n".join(compare(data, rows, y, arms, header=False)))
     if "--shift" in sys.argv and emb is not None:
         moved = [shifted(e, emb) for e in data]
@@ -237,7 +239,7 @@ def main() -> None:
         if "--ablate" in sys.argv:
             shift_arms.update({"hybrid + token alignment with " + f: (*ALIGNED_FEATURES, f) for f in ALIGN_MEASURED})
             shift_arms.update({"hybrid + token alignment without " + f: tuple(n for n in ALIGNED_FEATURES if n != f)
-                               for f in ALIGNED_FEATURES if f not in ("align", "mismatch")})
+                               for f in ALIGNED_FEATURES if f not in ("align", "align_b3", "mismatch")})
         print("\n".join(compare(data, rows, y, shift_arms, test_rows=moved_rows,
                                 test_has=np.array([bool(e.chunks) for e in moved]))))
     if "--compare" in sys.argv or "--ablate" in sys.argv or "--shift" in sys.argv or lexical_only:

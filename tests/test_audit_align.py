@@ -14,9 +14,12 @@ from bosun.core.audit.align import (
     TokenEncoder,
     WordStates,
     aligned_coverage,
+    best_of,
+    budget_coverage,
     encoder_from_embedder,
     one_pass_words,
     seed_pooled,
+    sentence_recall_many,
     soft_recall,
     soft_recall_many,
 )
@@ -144,10 +147,11 @@ def test_one_product_for_all_claims_equals_one_claim_at_a_time(encoder: TokenEnc
         want = soft_recall(claim, [sents[s] for s in cs])
         assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-4 for k in want)
     assert soft_recall_many(claims[:1], [[1]], sents) == [dict.fromkeys(claims[0].tokens, 0.0)]
-    again = soft_recall_many(claims, cands, sents)  # the same texts again: kept by their digests
-    assert all(a is b for a, b in zip(again, many, strict=True))
+    per = sentence_recall_many(claims, cands, sents)
+    again = sentence_recall_many(claims, cands, sents)  # the same texts again: kept by their digests
+    assert all(a is b for a, b in zip(again, per, strict=True))
     anonymous = [WordStates(c.tokens, c.vecs) for c in claims]  # no digest: computed, not kept
-    assert soft_recall_many(anonymous, cands, sents)[0] is not soft_recall_many(anonymous, cands, sents)[0]
+    assert sentence_recall_many(anonymous, cands, sents)[0] is not sentence_recall_many(anonymous, cands, sents)[0]
 
 
 def test_encoder_found_inside_the_embedder_wrappers() -> None:
@@ -285,3 +289,21 @@ async def test_real_model_one_pass_gives_embeds_vectors_bit_for_bit(real_client:
         assert ts.states.shape == (sum(ts.encoding.attention_mask), model.dimension())
         mean = ts.states.astype(np.float64).mean(axis=0)
         assert np.allclose(mean / np.linalg.norm(mean), ts.pooled, atol=1e-5)
+
+
+def test_budget_coverage_does_not_rise_with_unrelated_sentences() -> None:
+    """The best cosine over every candidate rises when unrelated sentences are added (a maximum over more
+    words); the coverage by the best three sentences does not: the same claim against its two supporting
+    sentences, and against those two plus ten distractors that each happen to match one word a little."""
+    support = {"tower": [0.9, 0.3], "built": [0.8, 0.2], "fair": [0.2, 0.85]}
+    weights = {"tower": 2.0, "built": 1.0, "fair": 1.0}
+    alone = {t: np.array(v, dtype=np.float32) for t, v in support.items()}
+    rng = np.random.default_rng(7)
+    noise = {t: np.concatenate([alone[t], rng.uniform(0.2, 0.6, 10).astype(np.float32)]) for t in support}
+    noise["fair"][5] = 0.95  # one distractor shares the word "fair" in another sense
+    assert budget_coverage(alone, weights, 3) == pytest.approx((2 * 0.9 + 0.8 + 0.85) / 4, abs=1e-6)
+    best_alone, best_noise = best_of(alone), best_of(noise)
+    assert best_noise["fair"] > best_alone["fair"]  # the plain maximum is moved by the distractor
+    assert budget_coverage(noise, weights, 3) <= budget_coverage(alone, weights, 3) + 0.03
+    assert budget_coverage(noise, weights, 1) == pytest.approx((2 * 0.9 + 0.8 + 0.2) / 4, abs=1e-6)
+    assert budget_coverage({}, weights, 3) == 0.0

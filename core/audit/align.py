@@ -168,19 +168,78 @@ def soft_recall(claim: WordStates, evidence: Sequence[WordStates]) -> dict[str, 
     return out
 
 
+def sentence_recall(claim: WordStates, evidence: Sequence[WordStates]) -> dict[str, np.ndarray]:
+    """Each claim token's best cosine against the words of each evidence sentence, in order (a token seen
+    twice: its best); ``soft_recall`` is the maximum over the sentences."""
+    if not claim.tokens:
+        return {}
+    n = len(evidence)
+    if not any(len(e.tokens) for e in evidence):
+        return {t: np.zeros(n, dtype=np.float32) for t in claim.tokens}
+    sims = claim.vecs.astype(np.float32, copy=False) @ np.concatenate(
+        [e.vecs for e in evidence if len(e.tokens)]).astype(np.float32, copy=False).T
+    per = np.zeros((len(claim.tokens), n), dtype=np.float32)
+    col = 0
+    for j, e in enumerate(evidence):
+        k = len(e.tokens)
+        if k:
+            per[:, j] = sims[:, col:col + k].max(axis=1)
+            col += k
+    out: dict[str, np.ndarray] = {}
+    for tok, row in zip(claim.tokens, per, strict=True):
+        prev = out.get(tok)
+        out[tok] = row if prev is None else np.maximum(prev, row)
+    return out
+
+
+def best_of(per_sentence: dict[str, np.ndarray]) -> dict[str, float]:
+    """``soft_recall`` from ``sentence_recall``: each token's best cosine over all the sentences."""
+    return {t: float(v.max()) if v.size else 0.0 for t, v in per_sentence.items()}
+
+
+def budget_coverage(per_sentence: dict[str, np.ndarray], weights: dict[str, float], k: int) -> float:
+    """The weighted soft coverage of the claim by the ``k`` evidence sentences that cover it best (greedy).
+    The best cosine over many sentences rises with their number whether or not they support the claim (a
+    maximum over more unrelated words is higher); with a fixed budget of sentences the score means the same
+    on a two-sentence evidence and on a page."""
+    toks = list(per_sentence)
+    if not toks:
+        return 0.0
+    m = np.stack([per_sentence[t] for t in toks]).astype(np.float64)  # [tokens, sentences]
+    if m.shape[1] == 0:
+        return 0.0
+    w = np.array([weights.get(t, 0.0) for t in toks])
+    total = float(w.sum())
+    if total <= 0:
+        return 0.0
+    m = np.clip(m, 0.0, None)
+    cur = np.zeros(len(toks))
+    for _ in range(min(k, m.shape[1])):
+        gain = (np.maximum(m, cur[:, None]) * w[:, None]).sum(axis=0)
+        cur = np.maximum(cur, m[:, int(np.argmax(gain))])
+    return float(cur @ w / total)
+
+
 RECALL_CACHE_MAX = 4096  # claims whose best cosines are kept, keyed by the claim's and its candidates' digests
-_recalls: OrderedDict[tuple[str, ...], dict[str, float]] = OrderedDict()
+_recalls: OrderedDict[tuple[str, ...], dict[str, np.ndarray]] = OrderedDict()
 _recalls_lock = threading.Lock()
 
 
 def soft_recall_many(claims: Sequence[WordStates], candidates: Sequence[Sequence[int]],
                      sentences: dict[int, WordStates]) -> list[dict[str, float]]:
-    """``soft_recall`` of every claim of a call against its own candidates: one small product per claim
-    (its ~15 words x its candidates' ~300 words), kept by the texts' digests, so auditing the same claim
-    against the same evidence again costs a lookup. One product of all the claims' words with every
-    candidate of the call did 10x the arithmetic (each claim against the others' candidates too) and was
-    big enough for BLAS to start threads, which on a loaded 2-core machine made a warm audit 2-3x slower."""
-    out: list[dict[str, float]] = []
+    """``soft_recall`` of every claim of a call against its own candidates (see ``sentence_recall_many``)."""
+    return [best_of(per) for per in sentence_recall_many(claims, candidates, sentences)]
+
+
+def sentence_recall_many(claims: Sequence[WordStates], candidates: Sequence[Sequence[int]],
+                         sentences: dict[int, WordStates]) -> list[dict[str, np.ndarray]]:
+    """``sentence_recall`` of every claim of a call against its own candidates (the candidates that have word
+    states, in order): one small product per claim (its ~15 words x its candidates' ~300 words), kept by the
+    texts' digests, so auditing the same claim against the same evidence again costs a lookup. One product of
+    all the claims' words with every candidate of the call did 10x the arithmetic (each claim against the
+    others' candidates too) and was big enough for BLAS to start threads, which on a loaded 2-core machine
+    made a warm audit 2-3x slower."""
+    out: list[dict[str, np.ndarray]] = []
     todo: list[tuple[int, tuple[str, ...] | None, list[WordStates]]] = []
     with _recalls_lock:
         for claim, cands in zip(claims, candidates, strict=True):
@@ -194,12 +253,12 @@ def soft_recall_many(claims: Sequence[WordStates], candidates: Sequence[Sequence
             out.append(hit if hit is not None else {})
     if todo:
         with one_blas_thread():
-            fresh = [(i, key, soft_recall(claims[i], evidence)) for i, key, evidence in todo]
+            fresh = [(i, key, sentence_recall(claims[i], evidence)) for i, key, evidence in todo]
         with _recalls_lock:
-            for i, key, best in fresh:
-                out[i] = best
+            for i, key, per in fresh:
+                out[i] = per
                 if key is not None:
-                    _recalls[key] = best
+                    _recalls[key] = per
             while len(_recalls) > RECALL_CACHE_MAX:
                 _recalls.popitem(last=False)
     return out
