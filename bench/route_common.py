@@ -114,13 +114,15 @@ def split_of(qid: str) -> str:
 
 
 def policy_corpus(name: str) -> tuple[list[Policy], list[dict[str, Any]]]:
-    """A labelled policy corpus of this repo ('demo' or 'heldout') as (policies, queries in MetaTool's shape)."""
+    """A labelled policy corpus of this repo ('demo', 'heldout' or the blind dev corpus 'bookwell') as (policies, queries in MetaTool's shape)."""
     from bosun.core.routing.metrics import parse_labelled
     from bosun.server.services.policies import scan_corpus
 
+    blind = REPO / "bench" / "corpora" / "policies-bookwell-dev"  # written blind; the dev one (README there)
     corpus, labels = {
         "demo": (REPO / "server" / "policies", REPO / "examples" / "policies-labelled.jsonl"),
         "heldout": (REPO / "examples" / "policies-heldout", REPO / "examples" / "policies-heldout-labelled.jsonl"),
+        "bookwell": (blind / "policies", blind / "prompts.jsonl"),
     }[name]
     pols = scan_corpus([corpus]).policies
     rows = parse_labelled(labels.read_text().splitlines())

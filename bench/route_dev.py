@@ -7,13 +7,14 @@ Corpora (each scored on its own index; nothing is fitted here):
 * ``mt15``: 12 random 15-tool MetaTool sub-corpora (seeded): queries for tools in the sub-corpus are
   positives, queries for other tools and awareness negatives are negatives (a small corpus facing
   off-topic requests);
-* ``demo`` / ``heldout``: the repo's labelled policy corpora (written in this project: weak evidence).
+* ``demo`` / ``heldout``: the repo's labelled policy corpora (written in this project: weak evidence);
+* ``bookwell``: the blind dev policy corpus (bench/corpora/; the held-out blind corpus is never read here).
 
 Metrics, end to end (abstention included): recall@2 (share of relevant documents among the hits, capped
 at 2), top-1 (first hit relevant), false alarms (share of negatives with any hit); ``rank`` rows are the
 same with abstention off (the top 2 of the ranking).
 
-    python bench/route_dev.py [--split tune|heldout|all] [--corpora metatool,mt15,demo,heldout] [--no-adapter]
+    python bench/route_dev.py [--split tune|heldout|all] [--corpora metatool,mt15,demo,heldout,bookwell] [--no-adapter]
 
 The shipped prompt adapter (core/routing/adapter.py) was trained on the MetaTool tune queries: with it,
 ``metatool`` and ``mt15`` on the tune split are in-sample, and on the held-out split they measure new
@@ -68,7 +69,7 @@ def corpora(names: list[str], split: str) -> list[Corpus]:
             sub_qs = pos + [dict(q, relevant=[], kind="out_of_corpus") for q in rng.sample(other, 20)]
             sub_qs += rng.sample(negs, min(10, len(negs)))
             out.append((f"mt15-{i}", sub, sub_qs))
-    for name in ("demo", "heldout"):
+    for name in ("demo", "heldout", "bookwell"):
         if name in names:
             pols, pqs = policy_corpus(name)
             out.append((name, pols, pqs))
@@ -165,7 +166,7 @@ def run(names: list[str], split: str, adapter: bool = True, **kw: Any) -> list[s
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--split", default="tune", choices=["tune", "heldout", "all"])
-    ap.add_argument("--corpora", default="metatool,mt15,demo,heldout")
+    ap.add_argument("--corpora", default="metatool,mt15,demo,heldout,bookwell")
     ap.add_argument("--no-adapter", action="store_true", help="without the shipped prompt adapter (the baseline)")
     args = ap.parse_args()
     print("\n".join(run(args.corpora.split(","), args.split, adapter=not args.no_adapter)))
