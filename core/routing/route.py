@@ -32,7 +32,7 @@ from bosun.core.embedding import Embedder, Vectors
 from bosun.core.routing.abstain import SHIPPED, OperatingPoint, admissible, candidate_features, probability
 from bosun.core.routing.adapter import QueryAdapter, for_index
 from bosun.core.routing.background import BACKGROUND
-from bosun.core.routing.calibrate import SelfCalibration, from_null, leave_one_out_z
+from bosun.core.routing.calibrate import ROUTE_LEVELS, SelfCalibration, from_null, leave_one_out_z
 from bosun.core.routing.clauses import clauses
 from bosun.core.routing.corpus import Policy
 from bosun.core.routing.stopwords import ENGLISH_STOP_WORDS
@@ -319,7 +319,8 @@ def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.fl
     dim = next(iter(vectors.values())).shape[0] if vectors else 1
     phrases = Rows.build([[t for t in surface_phrases(p) if t in vectors] for p in pols], vectors, dim)
     # a text without a vector is left out: the first build serves from surfaces while bodies embed
-    chunk_groups = [[c for c in body_chunks(p) if c in vectors] for p in pols]
+    raw_chunks = [body_chunks(p) for p in pols]
+    chunk_groups = [[c for c in group if c in vectors] for group in raw_chunks]
     chunks = Rows.build(chunk_groups, vectors, dim)
     vectorizer, matrix = _fit_tfidf([lexical_text(p) for p in pols])
     body_vectorizer, body_matrix = _fit_tfidf([" ".join(g) for g in chunk_groups])
@@ -341,20 +342,26 @@ def build_index(policies: Sequence[Policy], vectors: dict[str, npt.NDArray[np.fl
         index.bg_sd = np.maximum(sims.std(axis=0), BG_SD_FLOOR).astype(np.float32)
         index.bg_vecs = bg_mat
         index.bg_texts = bg_texts
-        index.calibration = self_calibrate(index, op, sims)
+        # bodiless (a tool list): the semantic channel may admit too; decided on the texts, not on which
+        # are embedded yet (a first build serves a policy corpus from its surfaces while bodies embed)
+        index.calibration = self_calibrate(index, op, sims, has_body=any(raw_chunks))
     return index
 
 
-def self_calibrate(index: PolicyIndex, op: OperatingPoint, sims: npt.NDArray[np.float32]) -> SelfCalibration:
+def self_calibrate(index: PolicyIndex, op: OperatingPoint, sims: npt.NDArray[np.float32],
+                   has_body: bool = True) -> SelfCalibration:
     """Score every background prompt as a real prompt; the null distribution sets the decision.
 
     ``sims`` is ``background_scores`` (computed once for the background statistics); each prompt's
-    bg_z is taken against the other prompts only, so it is not measured against itself.
+    bg_z is taken against the other prompts only, so it is not measured against itself. A corpus without
+    bodies (``has_body`` False) also hands over the best candidate's semantic scores: its semantic channel.
     """
     assert index.bg_vecs is not None
     z_loo = leave_one_out_z(sims, BG_SD_FLOOR)
     null_p, top = null_probabilities(index, op, sims)
-    return from_null(null_p.tolist(), z_loo[np.arange(len(top)), top].tolist())
+    rows = np.arange(len(top))
+    null_sem = None if has_body else sims[rows, top].astype(np.float64).tolist()
+    return from_null(null_p.tolist(), z_loo[rows, top].tolist(), ROUTE_LEVELS, null_sem)
 
 
 def _tfidf_matrix(vectorizer: Tfidf | None, texts: list[str], n: int) -> npt.NDArray[np.float32]:
@@ -816,13 +823,18 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     if len(index) == 0 or k <= 0:
         return RouteResult([], True, 0.0)
     gap = cal.levels.everyday_gap if cal is not None else True
+    # the semantic channel (a bodiless corpus, calibrate.py): a candidate whose cosine clears its bar passes
+    # the probability bar too; an explicit threshold is a probability and turns it off
+    sem_bar = cal.semantic_threshold if cal is not None and threshold is None else None
+    sem_next = cal.semantic_next if cal is not None and threshold is None else None
     sc = score(index, prompt, qvec, op.rrf_k, use_lexical, use_semantic)
     hits: list[Hit] = []
     rejected = 0.0
     for doc in sc.order[: k + 1].tolist():
         feats = decision_features(sc, doc)
         p = probability(op, feats)
-        if not admissible(op, feats, p, next_thr if hits else thr, solo_bg_z, gap) or len(hits) >= k:
+        bar = _bar(p, feats, next_thr if hits else thr, sem_next if hits else sem_bar)
+        if not admissible(op, feats, p, bar, solo_bg_z, gap) or len(hits) >= k:
             rejected = max(rejected, p)
             continue
         hits.append(_hit(index, sc, doc, prompt, p, use_semantic))
@@ -832,11 +844,13 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
             cal.clause_threshold if cal is not None and cal.clause_threshold is not None else thr)
         cgate = (cal.clause_solo_bg_z if explicit_gate is None and cal is not None
                  and cal.clause_solo_bg_z is not None else solo_bg_z)
+        csem = cal.semantic_clause if cal is not None and threshold is None else None
         if hits:
             # the prompt already routed, so a clause can no longer turn an abstention into a false alarm:
             # only the free slot is at stake, and its document faces the prompt's own first-document bar
             cthr, cgate = min(cthr, thr), solo_bg_z
-        for extra in _clause_hits(index, op, clause_vecs, taken, cthr, cgate, use_lexical, use_semantic, gap):
+            csem = sem_bar if csem is None or sem_bar is None else min(csem, sem_bar)
+        for extra in _clause_hits(index, op, clause_vecs, taken, cthr, cgate, use_lexical, use_semantic, gap, csem):
             if len(hits) < k and extra.name not in taken:
                 hits.append(extra)
                 taken.add(extra.name)
@@ -845,7 +859,7 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
 
 def _clause_hits(index: PolicyIndex, op: OperatingPoint, clause_vecs: Sequence[tuple[str, npt.NDArray[np.float32]]],
                  taken: set[str], thr: float, solo_bg_z: float | None, use_lexical: bool,
-                 use_semantic: bool, gap: bool = True) -> list[Hit]:
+                 use_semantic: bool, gap: bool = True, sem_bar: float | None = None) -> list[Hit]:
     """Each clause's best document not yet routed, when the decision admits it as a first hit; best first.
 
     Each clause is judged exactly as a prompt of its own (same features, same calibrated bar for a
@@ -867,9 +881,15 @@ def _clause_hits(index: PolicyIndex, op: OperatingPoint, clause_vecs: Sequence[t
             continue
         feats = decision_features(sc, doc)
         p = probability(op, feats)
-        if admissible(op, feats, p, thr, solo_bg_z, gap) and (name not in found or p > found[name].score):
+        if (admissible(op, feats, p, _bar(p, feats, thr, sem_bar), solo_bg_z, gap)
+                and (name not in found or p > found[name].score)):
             found[name] = _hit(index, sc, doc, text, p, use_semantic)
     return sorted(found.values(), key=lambda h: -h.score)
+
+
+def _bar(p: float, feats: dict[str, float], bar: float, sem_bar: float | None) -> float:
+    """The probability bar a candidate faces: passed outright when its semantic score clears ``sem_bar``."""
+    return min(bar, p) if sem_bar is not None and feats["sem"] >= sem_bar else bar
 
 
 def _hit(index: PolicyIndex, sc: Scores, doc: int, prompt: str, p: float, use_semantic: bool) -> Hit:
