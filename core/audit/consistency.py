@@ -57,7 +57,7 @@ for _dim, _groups in {
              "day": "day days", "week": "week weeks", "month": "month months", "year": "year years yr yrs",
              "decade": "decade decades", "century": "century centuries"},
     "temperature": {"c": "°c celsius", "f": "°f fahrenheit"},
-    "ratio": {"%": "% percent per-cent percentage", "pp": "point points"},
+    "ratio": {"%": "% percent per-cent percentage", "pp": "point points", "bp": "bp bps basis"},
     "currency": {"usd": "$ usd dollar dollars", "eur": "€ eur euro euros", "gbp": "£ gbp", "yen": "¥ yen"},
     "energy": {"kcal": "kcal calorie calories cal", "kj": "kj kilojoule kilojoules", "j": "joule joules"},
     "power": {"w": "w watt watts", "kw": "kw kilowatt kilowatts", "mw": "mw megawatt megawatts", "gw": "gw gigawatt gigawatts"},
@@ -78,6 +78,7 @@ _FACTOR = {
     "s": 1.0, "min": 60.0, "h": 3600.0, "day": 86400.0, "week": 604800.0, "month": 2.6298e6, "year": 3.15576e7,
     "decade": 3.15576e8, "century": 3.15576e9, "kcal": 4184.0, "kj": 1e3, "j": 1.0,
     "w": 1.0, "kw": 1e3, "mw": 1e6, "gw": 1e9, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+    "pp": 1.0, "bp": 0.01,  # a basis point is a hundredth of a percentage point
 }
 CONVERTED_TOLERANCE = 0.1  # converted values this close agree (conversions are rounded: "5 miles" ~ "8 km")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9,
@@ -96,7 +97,17 @@ _NUM = re.compile(
 _WORDNUM_RE = re.compile(r"\b(" + "|".join(sorted(_WORDNUM, key=len, reverse=True)) + r")\b(?:[\s-]+([a-z]+))?", re.IGNORECASE)
 _LOWER_BOUND = re.compile(r"(?:more than|over|at least|exceeding|exceeds|above|upwards of|greater than|>)\s*$", re.I)
 _UPPER_BOUND = re.compile(r"(?:less than|under|at most|fewer than|below|up to|no more than|<)\s*$", re.I)
-_APPROX = re.compile(r"(?:about|around|approximately|roughly|nearly|almost|some|an estimated|estimated|~|circa|ca\.)\s*$", re.I)
+_APPROX = re.compile(r"(?:about|around|approximately|roughly|nearly|almost|some|an estimated|estimated|~|circa|ca\.|close to"
+                     r"|just (?:over|under))\s*$", re.I)
+# a fraction in words: "a quarter", "two thirds", "close to half"; "of a percentage point" makes it an amount of
+# points, "of <something>" a share of it (a percentage)
+_FRACTION = {"half": 0.5, "halves": 0.5, "third": 1 / 3, "thirds": 1 / 3, "quarter": 0.25, "quarters": 0.25,
+             "fifth": 0.2, "fifths": 0.2, "tenth": 0.1, "tenths": 0.1}
+_FRACTION_RE = re.compile(
+    r"\b(?:(a|an|one|two|three|four|nine)[\s-]+)?(half|halves|thirds?|quarters?|fifths?|tenths?)\b"
+    r"(?:\s+(?:of\s+)?(a|an)\s+(percentage\s+point|percent\s+point|point)\b|\s+of\s+(?!a\b|an\b)(\w+))?", re.I)
+_AND_A_HALF = re.compile(r"\b(\d+|" + "|".join(["one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"])
+                         + r")\s+and\s+a\s+half\b(?:[\s-]+([a-z]+))?", re.I)
 _MONTH_NAMES = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"]
 _MONTH_RE = re.compile(r"\b(" + "|".join([*_MONTH_NAMES, "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sept", "sep", "oct", "nov", "dec"]) + r")\b\.?", re.I)
 
@@ -160,26 +171,64 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         )
         before = content_tokens(text[max(0, m.start() - 30) : m.start()])
         out.append(Quantity(value, decimals, dim, unit, raw, bound, year, before[-1] if before else None))
+    taken: list[tuple[int, int]] = []  # spans read as one amount ("two and a half", "a quarter of a point")
+
+    def bound_of(start: int) -> str:
+        prefix = text[max(0, start - 24) : start]
+        return ">" if _LOWER_BOUND.search(prefix) else "<" if _UPPER_BOUND.search(prefix) else "~" if _APPROX.search(prefix) else "="
+
+    for m in _AND_A_HALF.finditer(text):
+        head = m.group(1).lower()
+        value = float(head) if head.isdigit() else _WORDNUM[head]
+        dim, unit = _unit_of((m.group(2) or "").lower())
+        taken.append(m.span())
+        out.append(Quantity(value + 0.5, 1, dim, unit, m.group(0), bound_of(m.start()), False))
+    for m in _FRACTION_RE.finditer(text):
+        count, frac = (m.group(1) or "").lower(), m.group(2).lower()
+        if not count and frac != "half":
+            continue  # "quarter" alone ("the third quarter", "the fifth planet") is no fraction
+        if any(a <= m.start() < b for a, b in taken):
+            continue
+        n = 1.0 if count in ("", "a", "an", "one") else _WORDNUM[count]
+        value = n * _FRACTION[frac]
+        if m.group(4):  # "a quarter of a percentage point": an amount of points
+            dim, unit, amount = "ratio", "pp", value
+        elif m.group(5):  # "a fifth of the respondents", "half of India's workers": a share
+            dim, unit, amount = "ratio", "%", value * 100
+        else:
+            continue  # "half the size", "two thirds" alone: not compared
+        taken.append(m.span())
+        bound = bound_of(m.start())
+        out.append(Quantity(amount, 1, dim, unit, m.group(0), bound if bound != "=" else "~", False))
     for m in _WORDNUM_RE.finditer(text):
+        if any(a <= m.start() < b for a, b in taken):
+            continue
         word = m.group(1).lower()
         follower = (m.group(2) or "").lower()
         if word in ("one", "half") and follower in ("of", "the", "a", "") :
             continue  # "one of", "one" as a pronoun: not a count
-        dim = unit = None
-        if follower in _UNITS:
-            dim, unit = _UNITS[follower]
-        elif follower and follower not in STOPWORDS:
-            unit = stem(follower)
-        out.append(Quantity(_WORDNUM[word], 0, dim, unit, m.group(0), "=", False))
+        dim, unit = _unit_of(follower)
+        out.append(Quantity(_WORDNUM[word], 0, dim, unit, m.group(0), bound_of(m.start()), False))
     return tuple(out)
+
+
+def _unit_of(follower: str) -> tuple[str | None, str | None]:
+    """The dimension and canonical unit of the word after a number in words, or its stem as a counted noun."""
+    if follower in _UNITS:
+        return _UNITS[follower]
+    if follower and follower not in STOPWORDS:
+        return None, stem(follower)
+    return None, None
 
 
 def _same_value(claim: Quantity, ev: Quantity) -> bool:
     c, e = claim.value, ev.value
     if c == e:
         return True
-    if (ev.bound == ">" and c >= e) or (ev.bound == "<" and c <= e):
-        return True  # "120" is consistent with "more than 100"
+    # "120" is consistent with "more than 100"; "more than 18 months" is not with "more than 12 months" (a bound
+    # in the claim needs one at least as strong in the evidence, below)
+    if claim.bound in "=~" and ((ev.bound == ">" and c >= e) or (ev.bound == "<" and c <= e)):
+        return True
     if claim.bound == ">":
         return e >= c
     if claim.bound == "<":
@@ -404,6 +453,10 @@ _POLARITY = [
     ("cause causes caused trigger triggers triggered", "prevent prevents prevented"),
     # "defeated" is the winner's verb ("A defeated B" = A won), so it is not on the losing side
     ("win wins won victory", "lose loses lost"),
+    # undoing a removal against the removal itself: a law, a feature or a rule brought back vs taken away
+    ("restore restores restored reinstate reinstates reinstated reintroduce reintroduces reintroduced revive "
+     "revives revived", "remove removes removed repeal repeals repealed abolish abolishes abolished eliminate "
+     "eliminates eliminated scrap scraps scrapped rescind rescinds rescinded"),
 ]
 _ANTI: dict[str, set[str]] = {}
 for _a, _b in _ANTONYMS:
@@ -525,6 +578,7 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
     flip = _function_word_flip(claim, evidence)
     if flip:
         return [flip]
+    earlier = _earlier_states(evidence)
     for i, term in enumerate(c_seq):
         if term in e_all:
             continue
@@ -532,11 +586,23 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
             if other in e_all and other not in c_all:
                 return [Mismatch("negation", term, other, "the evidence states the opposite")]
         for j, other in enumerate(e_seq):
-            if other in _ANTI.get(term, ()) and other not in c_all and _neighbours(c_seq, i) & _neighbours(e_seq, j):
+            if (other in _ANTI.get(term, ()) and other not in c_all and other not in earlier
+                    and _neighbours(c_seq, i) & _neighbours(e_seq, j)):
                 if _converse(claim, evidence, term, other):
                     continue
                 return [Mismatch("negation", term, other, "the evidence states the opposite")]
     return []
+
+
+# a state the evidence puts before the one it asserts: "reopened in 2021, after it had been closed since 2019"
+_EARLIER = re.compile(r"\b(?:had(?:\s+(?:been|first|once|previously))?|previously|formerly|once\s+been)\s+(\w+)", re.I)
+
+
+@lru_cache(maxsize=16_384)
+def _earlier_states(evidence: str) -> frozenset[str]:
+    """Stems of the words the evidence says in the pluperfect or as a former state: "the option that had been
+    removed in 2019" does not deny "the option was restored in 2021", it tells what came before."""
+    return frozenset(t for m in _EARLIER.finditer(evidence) for t in content_tokens(m.group(1)))
 
 
 # relations whose opposite, said from the other party, is the same fact: "France lost to Argentina" is
@@ -626,12 +692,16 @@ def _share_mismatch(claim: str, evidence: str) -> Mismatch | None:
     if not c_q:
         return None
     low = evidence.lower()
-    for m in _PERCENT_OF.finditer(low):
-        value = float(m.group(1))
-        head = frozenset(content_tokens(low[m.end() : m.end() + 40])[:2])
+    shares = [(float(m.group(1)), m.end(), m.group(0)) for m in _PERCENT_OF.finditer(low)]
+    for m in _FRACTION_RE.finditer(low):  # "about a fifth of the respondents": a share in words
+        if m.group(5) and (m.group(1) or m.group(2) == "half"):
+            n = 1.0 if (m.group(1) or "a") in ("a", "an", "one") else _WORDNUM[m.group(1)]
+            shares.append((100 * n * _FRACTION[m.group(2)], m.end(2), m.group(0)))
+    for value, end, raw in shares:
+        head = frozenset(content_tokens(low[end : end + 40])[:2])
         for level, word, nxt in c_q:
             if nxt & head and ((level >= 2 and value < 50) or (level == 0 and value > 50)):
-                return Mismatch("quantifier", word, m.group(0), "the evidence gives a share on the other side of half")
+                return Mismatch("quantifier", word, raw, "the evidence gives a share on the other side of half")
     return None
 
 
@@ -825,6 +895,66 @@ def _role_checks(claim: str, evidence: str) -> list[Mismatch]:
     return []
 
 
+# verbs whose subject and object cannot trade places: the winner and the loser, the buyer and the bought; the
+# same family on both sides ("defeated" / "beating", "acquired" / "bought"), the names found across a phrase or a
+# participle clause in between ("Argentina won the final at Lusail, beating France")
+_AGENT_VERBS = re.compile(
+    r"\b(?P<win>defeat(?:s|ed|ing)?|beat(?:s|en|ing)?|overc(?:ame|omes?|oming)|rout(?:s|ed|ing)?|oust(?:s|ed|ing)?)\b"
+    r"|\b(?P<buy>acquir(?:e|es|ed|ing)|bought|buy(?:s|ing)?|purchas(?:e|es|ed|ing)|took\s+over|tak(?:e|es|ing)\s+over)\b",
+    re.I)
+_AGENT_PASSIVE = re.compile(r"^\s+by\b", re.I)
+_AGENT_REACH = 160  # characters before the verb where its subject may be (a participle clause's is the sentence's)
+
+
+def _agent_patient(text: str, names: dict[str, frozenset[str]]) -> list[tuple[str, frozenset[str], frozenset[str]]]:
+    """(verb family, subject name tokens, object name tokens) for each agent verb of ``text``, the subject being the
+    nearest of ``names`` before the verb and the object the nearest after it (swapped for a passive "by")."""
+    spans = []
+    for name, toks in names.items():
+        for m in re.finditer(r"\b" + re.escape(name) + r"\b", text):
+            spans.append((m.start(), m.end(), toks))
+    out = []
+    for v in _AGENT_VERBS.finditer(text):
+        family = "win" if v.group("win") else "buy"
+        before = [sp for sp in spans if sp[1] <= v.start() and v.start() - sp[1] <= _AGENT_REACH]
+        after = [sp for sp in spans if sp[0] >= v.end() and sp[0] - v.end() <= 60]
+        if not before or not after:
+            continue
+        subj = max(before, key=lambda sp: sp[1])[2]
+        obj = min(after, key=lambda sp: sp[0])[2]
+        if _AGENT_PASSIVE.search(text[v.end():]):
+            subj, obj = obj, subj
+        if subj != obj:
+            out.append((family, subj, obj))
+    return out
+
+
+def _agent_checks(claim: str, evidence: str) -> list[Mismatch]:
+    """ "France defeated Argentina" against "Argentina won the final, beating France": the claim's two names in
+    the opposite roles of the same kind of verb in the evidence."""
+    if not _AGENT_VERBS.search(claim) or not _AGENT_VERBS.search(evidence):
+        return []
+    names = {n: frozenset(content_tokens(n)) for n, _ in _names(claim)}
+    names = {n: t for n, t in names.items() if t}
+    if len(names) < 2:
+        return []
+    for family, subj, obj in _agent_patient(claim, names):
+        # the evidence's subject and object are looked for among these two names only (a stadium or a title
+        # between them is no party), each also by its last word ("Harold Godwinson" as "Godwinson")
+        pair: dict[str, frozenset[str]] = {}
+        for n, toks in names.items():
+            if toks in (subj, obj):
+                pair[n] = toks
+                last = n.split()[-1]
+                if last != n and len(last) > 3:
+                    pair[last] = toks
+        for e_family, e_subj, e_obj in _agent_patient(evidence, pair):
+            if family == e_family and e_subj == obj and e_obj == subj:
+                return [Mismatch("role", " ".join(sorted(subj)) + " … " + " ".join(sorted(obj)), "reversed",
+                                 "the evidence gives the two names the opposite roles")]
+    return []
+
+
 # -- entry point ---------------------------------------------------------------------------
 
 def alignment(claim: str, evidence: str, ignore: set[str] | None = None) -> float:
@@ -873,7 +1003,7 @@ def _checks(claim: str, evidence: str, context: str) -> tuple[Mismatch, ...]:
         found += _entity_checks(claim, evidence, context)
     if alignment(claim, evidence, _opposed(claim, evidence)) < ALIGNMENT_MIN:
         return tuple(found)
-    found += _role_checks(claim, evidence)
+    found += _role_checks(claim, evidence) or _agent_checks(claim, evidence)
     found += _negation_checks(claim, evidence)
     found += _number_checks(claim, evidence, context)
     found += _date_checks(claim, evidence, context)

@@ -1,0 +1,94 @@
+"""Round 7 of the audit: what a faithful paraphrase restates in another form counts as covered (numbers in
+words and fractions, basis points), and the checks that go with them
+(a bound in the claim needs one as strong in the evidence, a quantifier against a share in words, a removal
+undone). Every sentence here is written for the test, none is taken from the probe files."""
+
+from __future__ import annotations
+
+from bosun.core.audit.audit import audit
+from bosun.core.audit.config import AuditConfig
+from bosun.core.audit.consistency import agreeing_numbers, check, quantities
+
+LEX = AuditConfig(matcher="bm25")
+
+
+def test_fractions_and_halves_in_words_are_amounts() -> None:
+    q = {x.raw: (round(x.value, 3), x.unit) for x in quantities("Nearly two thirds of the voters backed it.")}
+    assert q == {"two thirds of the": (66.667, "%")}
+    q = {x.raw: (x.value, x.unit, x.bound) for x in quantities("The probe travelled more than three and a half years.")}
+    assert q["three and a half years"] == (3.5, "year", ">")
+    # an ordinal or a quarter of a year is no fraction
+    assert all(x.unit != "%" for x in quantities("Revenue in the third quarter beat the fifth estimate."))
+
+
+def test_basis_points_and_fractions_of_a_point_agree() -> None:
+    ev = "The bank of Canada cut its policy rate by half a percentage point to 3.75 percent."
+    assert agreeing_numbers("The Bank of Canada lowered its policy rate by 50 basis points to 3.75%.", ev) == {"50", "3.75"}
+    assert [m.kind for m in check("The Bank of Canada lowered its policy rate by 75 basis points.", ev)] == ["number"]
+
+
+def test_a_bound_in_the_claim_needs_a_bound_as_strong_in_the_evidence() -> None:
+    ev = "The vaccine was tested in more than 3,000 volunteers across four countries."
+    assert [m.kind for m in check("The vaccine was tested in more than 5,000 volunteers.", ev)] == ["number"]
+    assert check("The vaccine was tested in more than 2,000 volunteers.", ev) == []
+    assert check("The vaccine was tested in 3,400 volunteers.", ev) == []  # a point above the bound: consistent
+    ev = "Patients on the drug kept the weight off over 24 months of follow-up."
+    assert [m.kind for m in check("Patients on the drug kept the weight off over 36 months.", ev)] == ["number"]
+
+
+def test_a_quantifier_against_a_share_given_in_words() -> None:
+    ev = "Roughly a third of the surveyed farmers said they had switched to drought-tolerant seed."
+    assert [m.kind for m in check("Most surveyed farmers said they had switched to drought-tolerant seed.", ev)] == [
+        "quantifier"]
+    ev2 = "About three quarters of the surveyed farmers said they had switched to drought-tolerant seed."
+    assert check("Most surveyed farmers said they had switched to drought-tolerant seed.", ev2) == []
+
+
+def test_undoing_a_removal_is_the_opposite_of_the_removal() -> None:
+    ev = "In 2021 the state legislature repealed the sales tax exemption on diapers."
+    assert [m.kind for m in check("In 2021 the state legislature reinstated the sales tax exemption on diapers.", ev)] == [
+        "negation"]
+    ev2 = "Firefox 120 brought back the compact toolbar density option that had been removed in Firefox 89."
+    assert check("Firefox 120 restored the compact toolbar density option.", ev2) == []
+    assert [m.kind for m in check("Firefox 120 removed the compact toolbar density option.",
+                                  "Firefox 120 restored the compact toolbar density option.")] == ["negation"]
+
+
+def test_a_former_state_in_the_evidence_is_not_the_opposite_of_the_claim() -> None:
+    ev = "The Hammersmith Bridge reopened to cyclists in 2021, after it had been closed since 2019."
+    assert check("The Hammersmith Bridge reopened to cyclists in 2021.", ev) == []
+    assert [m.kind for m in check("The Hammersmith Bridge closed to cyclists in 2021.",
+                                  "The Hammersmith Bridge reopened to cyclists in 2021.")] == ["negation"]
+
+
+def test_winner_and_loser_swapped_across_a_participle_clause() -> None:
+    ev = "Spain won the Euro 2024 final in Berlin, beating England 2–1 with a late goal from Mikel Oyarzabal."
+    assert [m.kind for m in check("England defeated Spain 2–1 in the Euro 2024 final in Berlin.", ev)] == ["role"]
+    assert check("Spain defeated England 2–1 in the Euro 2024 final in Berlin.", ev) == []
+    assert check("England were beaten by Spain 2–1 in the Euro 2024 final in Berlin.", ev) == []
+
+
+def test_buyer_and_bought_swapped_with_another_verb_of_the_family() -> None:
+    ev = "Microsoft completed its purchase of LinkedIn in December 2016, having agreed to buy LinkedIn for $26.2 billion."
+    assert [m.kind for m in check("In 2016 LinkedIn acquired Microsoft for $26.2 billion.", ev)] == ["role"]
+    assert check("In 2016 Microsoft acquired LinkedIn for $26.2 billion.", ev) == []
+
+
+def test_an_ambiguous_past_tense_after_and_starts_an_add_on_clause() -> None:
+    from bosun.core.audit.match import clauses
+
+    parts = [c for c, _ in clauses("The retailer posted a record quarter and cut its full-year debt target by half.")]
+    assert parts == ["The retailer posted a record quarter", "cut its full-year debt target by half."]
+    assert len(clauses("Salt and cut onions go into the pan first.")) == 1
+
+
+def test_a_number_restated_in_words_is_not_missing_in_the_audit() -> None:
+    chunks = [{"content": "The Reserve Bank of Australia raised its cash rate by a quarter of a percentage point to "
+                          "4.35 percent on Tuesday."},
+              {"content": "The bank said inflation was still too high."}]
+    rec = audit("", chunks, "On Tuesday the Reserve Bank of Australia raised its cash rate by 25 basis points to "
+                            "4.35%.", LEX)["claims"][0]
+    assert rec["features"]["num_missing"] == 0.0 and rec["verdict"] != "contradicted"
+    rec = audit("", chunks, "On Tuesday the Reserve Bank of Australia raised its cash rate by 50 basis points to "
+                            "4.35%.", LEX)["claims"][0]
+    assert rec["verdict"] == "contradicted"
