@@ -202,22 +202,28 @@ def budget_coverage(per_sentence: dict[str, np.ndarray], weights: dict[str, floa
     The best cosine over many sentences rises with their number whether or not they support the claim (a
     maximum over more unrelated words is higher); with a fixed budget of sentences the score means the same
     on a two-sentence evidence and on a page."""
+    return budget_coverages(per_sentence, weights, k)[-1]
+
+
+def budget_coverages(per_sentence: dict[str, np.ndarray], weights: dict[str, float], k: int) -> list[float]:
+    """``budget_coverage`` for budgets 1 .. ``k`` from one greedy run (each step adds the sentence that raises
+    the coverage most, so the best two contain the best one); a budget larger than the evidence repeats."""
     toks = list(per_sentence)
-    if not toks:
-        return 0.0
-    m = np.stack([per_sentence[t] for t in toks]).astype(np.float64)  # [tokens, sentences]
-    if m.shape[1] == 0:
-        return 0.0
     w = np.array([weights.get(t, 0.0) for t in toks])
     total = float(w.sum())
-    if total <= 0:
-        return 0.0
-    m = np.clip(m, 0.0, None)
+    if not toks or total <= 0:
+        return [0.0] * k
+    m = np.clip(np.stack([per_sentence[t] for t in toks]).astype(np.float64), 0.0, None)  # [tokens, sentences]
+    if m.shape[1] == 0:
+        return [0.0] * k
     cur = np.zeros(len(toks))
-    for _ in range(min(k, m.shape[1])):
-        gain = (np.maximum(m, cur[:, None]) * w[:, None]).sum(axis=0)
-        cur = np.maximum(cur, m[:, int(np.argmax(gain))])
-    return float(cur @ w / total)
+    out: list[float] = []
+    for _ in range(k):
+        if len(out) < m.shape[1]:
+            gain = w @ np.maximum(m, cur[:, None])
+            cur = np.maximum(cur, m[:, int(np.argmax(gain))])
+        out.append(float(cur @ w / total))
+    return out
 
 
 RECALL_CACHE_MAX = 4096  # claims whose best cosines are kept, keyed by the claim's and its candidates' digests

@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from bosun.core.audit.align import aligned_coverage, budget_coverage
+from bosun.core.audit.align import aligned_coverage, budget_coverages
 from bosun.core.audit.claims import content_tokens
 from bosun.core.audit.consistency import Mismatch, agreeing_numbers, check, overclaim
 from bosun.core.audit.index import SentenceIndex
@@ -320,7 +320,7 @@ def budget_alignment(index: SentenceIndex, per_sentence: dict[str, np.ndarray] |
     if not per_sentence:
         return {f"align_b{k}": 0.0 for k in BUDGETS}
     weights = {t: index.idf(t) for t in per_sentence}
-    return {f"align_b{k}": budget_coverage(per_sentence, weights, k) for k in BUDGETS}
+    return {f"align_b{k}": v for k, v in zip(BUDGETS, budget_coverages(per_sentence, weights, BUDGETS[-1]), strict=True)}
 
 
 LOW_COSINE = 0.5  # a claim word whose best token cosine is below this has no counterpart (fixed a priori:
