@@ -290,6 +290,19 @@ class LexicalView:
 
     def query(self, text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
         """Columns and L2-normalised TF-IDF weights of an outside text (a goal) in this pool's vocabulary."""
+        cols, counts = self._query_terms(text)
+        if not len(cols):
+            return cols, np.zeros(0, np.float32)
+        vals = (1.0 + np.log(np.maximum(counts, 1.0))) * self.idf[cols]
+        norm = float(np.sqrt((vals * vals).sum())) or 1.0
+        return cols, (vals / norm).astype(np.float32)
+
+    def query_columns(self, text: str) -> npt.NDArray[np.int64]:
+        """``query``'s columns alone (the "recall" signal weighs them by IDF, not by the text's TF-IDF)."""
+        return self._query_terms(text)[0]
+
+    def _query_terms(self, text: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]]:
+        """The columns of an outside text's terms that the pool holds, and their counts in the text."""
         gids, counts = _encoded(text)
         if not len(gids) or not self.n or (self.gvocab is not None and not len(self.gvocab)):
             return np.zeros(0, np.int64), np.zeros(0, np.float32)  # (a pool of texts without terms: none shared)
@@ -301,10 +314,7 @@ class LexicalView:
         else:
             pos = np.minimum(np.searchsorted(self.gvocab, gids), len(self.gvocab) - 1)
             ok = self.gvocab[pos] == gids
-        cols = pos[ok].astype(np.int64)
-        vals = (1.0 + np.log(np.maximum(counts[ok], 1.0))) * self.idf[cols]
-        norm = float(np.sqrt((vals * vals).sum())) or 1.0
-        return cols, (vals / norm).astype(np.float32)
+        return pos[ok].astype(np.int64), counts[ok]
 
     def columns(self, cols: npt.NDArray[np.int64], binary: bool = False) -> npt.NDArray[np.float32]:
         """Dense [n, len(cols)] slice of the TF-IDF matrix (``binary``: 1 where the term occurs)."""

@@ -467,7 +467,8 @@ class _Run:
         refs, labels = self._refs
         if not len(refs) or not len(idx):
             return np.full(len(idx), -1, dtype=np.int64), np.full(len(idx), -2.0, dtype=np.float32)
-        sims = self.cands[idx] @ refs.T
+        # the picks in order against the picks (and the context): the gathered rows serve both sides
+        sims = (refs[:k] if before else self.cands[idx]) @ refs.T
         if before:
             sims[:, :k][np.arange(k) >= np.arange(len(idx))[:, None]] = -np.inf  # itself and later picks
         j = sims.argmax(axis=1)
@@ -559,15 +560,18 @@ class _Lexical:
             raise InvalidInput("strategy", "hybrid needs the candidate and goal texts", "pass texts in the Pool")
         self.params = p
         self.view = view_of(texts, head_terms=p.hop_head_terms)
-        self.q_cols, self.q_vals = self.view.query(pool.goal_text)
+        if p.lexical == "recall":
+            # the share of the goal's (IDF-weighted) terms a candidate contains: long or short,
+            # a candidate that holds more of what the goal asks about is worth more (the goal's own
+            # TF-IDF weights are not needed)
+            self.q_cols = self.view.query_columns(pool.goal_text)
+            idf = self.view.idf[self.q_cols]
+            self.q_vals = (idf / idf.sum()).astype(np.float32) if len(idf) else np.zeros(0, np.float32)
+        else:
+            self.q_cols, self.q_vals = self.view.query(pool.goal_text)
         self.weights = np.ones(len(self.q_cols), dtype=np.float32)
         # [n, |q|] dense slice of the goal's columns: relevance is one small matmul per step
         self.cols = self.view.columns(self.q_cols, binary=p.lexical == "recall")
-        if p.lexical == "recall":
-            # the share of the goal's (IDF-weighted) terms a candidate contains: long or short,
-            # a candidate that holds more of what the goal asks about is worth more
-            idf = self.view.idf[self.q_cols]
-            self.q_vals = (idf / idf.sum()).astype(np.float32) if len(idf) else self.q_vals
         # per candidate, what picking it does to each goal term's weight: x (1 - coverage)
         # where it holds the term (every stored weight is positive), x 1 elsewhere
         self.covers: F32 | None = None
@@ -575,7 +579,7 @@ class _Lexical:
         if p.coverage > 0 and len(self.q_cols):
             hold = self.cols > 0
             self.covers = np.where(hold, np.float32(1.0 - p.coverage), np.float32(1.0))
-            self.covers_any = cast(npt.NDArray[np.bool_], hold.any(axis=1))  # read per pick: no list of n
+            self.covers_any = cast("npt.NDArray[np.bool_]", hold.any(axis=1))  # read per pick: no list of n
         self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
@@ -691,7 +695,7 @@ class _Lexical:
             return [], []
         to_picks = self.links[:k, picked]  # [rank of source, rank of pick]
         to_picks[np.arange(k)[:, None] >= np.arange(len(picked))] = -np.inf  # only earlier picks
-        from_picks = np.maximum(to_picks.max(axis=0, initial=-np.inf), 0.0).tolist()
+        from_picks = np.maximum(np.maximum.reduce(to_picks, axis=0, initial=-np.inf), 0.0).tolist()
         src = to_picks.argmax(axis=0).tolist()
         goal = self.named[list(picked)].tolist()
         w = self.params.hop_weight
