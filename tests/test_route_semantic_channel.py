@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from bosun.core.embedding import HashEmbedder
 from bosun.core.routing import calibrate
@@ -35,7 +36,7 @@ def test_the_bars_are_each_channels_quantile_at_the_joint_level() -> None:
     s = rng.uniform(0.0, 0.6, 200)
     z = rng.normal(2.0, 1.0, 200)
     cal = calibrate.from_null(p.tolist(), z.tolist(), calibrate.ROUTE_LEVELS, s.tolist())
-    assert cal.semantic_threshold is not None and cal.semantic_next is not None and cal.semantic_clause is not None
+    assert cal.semantic_threshold is not None and cal.semantic_clause is not None
     # a null prompt clears the joint bar exactly when it clears one of the two channel bars
     both = np.maximum(np.searchsorted(np.sort(p), p, "right") / p.size, np.searchsorted(np.sort(s), s, "right") / s.size)
     t = float(np.quantile(both, calibrate.SEMANTIC_CHANNEL_LEVEL))
@@ -43,8 +44,10 @@ def test_the_bars_are_each_channels_quantile_at_the_joint_level() -> None:
     # the joint level sits above the probability-only level: each channel's own bar is stricter alone
     plain = calibrate.from_null(p.tolist(), z.tolist())
     assert cal.threshold > plain.threshold
-    assert cal.semantic_next <= cal.semantic_threshold <= cal.semantic_clause
+    assert cal.semantic_threshold <= cal.semantic_clause
     assert cal.next_threshold <= cal.threshold <= cal.clause_threshold
+    # a second document keeps the probability's own bar
+    assert cal.next_threshold == pytest.approx(float(np.quantile(p, calibrate.NEXT_LEVEL)))
     assert "or semantic" in cal.describe() and "semantic_threshold" in cal.as_dict()
 
 
@@ -75,12 +78,12 @@ def test_a_candidate_clearing_the_semantic_bar_passes_the_probability_bar() -> N
     assert base is not None
     # a probability bar nothing reaches, the gate off: only the semantic channel can admit
     index.calibration = calibrate.SelfCalibration(1.0, -99.0, 1.0, 1, 0.0, 0.0, semantic_threshold=1.5,
-                                                  semantic_next=1.5, semantic_clause=1.5)
+                                                  semantic_clause=1.5)
     assert route(index, prompt, qvec, SHIPPED).hits == []
     index.calibration = calibrate.SelfCalibration(1.0, -99.0, 1.0, 1, 0.0, 0.0, semantic_threshold=0.0,
-                                                  semantic_next=1.5, semantic_clause=1.5)
+                                                  semantic_clause=1.5)
     hits = route(index, prompt, qvec, SHIPPED).hits
-    assert [h.name for h in hits] == ["tool0"]  # the second document faces its own (unreachable) bar
+    assert [h.name for h in hits] == ["tool0"]  # a second document faces the probability bar (unreachable here)
     # an explicit threshold is a probability: the channel is off
     assert route(index, prompt, qvec, SHIPPED, threshold=1.0).hits == []
     assert hits[0].score < 1.0  # its score stays the probability, below the bar it passed by meaning

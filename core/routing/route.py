@@ -823,17 +823,17 @@ def route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None,
     if len(index) == 0 or k <= 0:
         return RouteResult([], True, 0.0)
     gap = cal.levels.everyday_gap if cal is not None else True
-    # the semantic channel (a bodiless corpus, calibrate.py): a candidate whose cosine clears its bar passes
-    # the probability bar too; an explicit threshold is a probability and turns it off
+    # the semantic channel (a bodiless corpus, calibrate.py): a first document whose cosine clears its bar passes
+    # the probability bar too (a second one faces the probability alone); an explicit threshold is a
+    # probability and turns it off
     sem_bar = cal.semantic_threshold if cal is not None and threshold is None else None
-    sem_next = cal.semantic_next if cal is not None and threshold is None else None
     sc = score(index, prompt, qvec, op.rrf_k, use_lexical, use_semantic)
     hits: list[Hit] = []
     rejected = 0.0
     for doc in sc.order[: k + 1].tolist():
         feats = decision_features(sc, doc)
         p = probability(op, feats)
-        bar = _bar(p, feats, next_thr if hits else thr, sem_next if hits else sem_bar)
+        bar = _bar(p, feats, next_thr, None) if hits else _bar(p, feats, thr, sem_bar)
         if not admissible(op, feats, p, bar, solo_bg_z, gap) or len(hits) >= k:
             rejected = max(rejected, p)
             continue
