@@ -92,3 +92,12 @@ def test_a_number_restated_in_words_is_not_missing_in_the_audit() -> None:
     rec = audit("", chunks, "On Tuesday the Reserve Bank of Australia raised its cash rate by 50 basis points to "
                             "4.35%.", LEX)["claims"][0]
     assert rec["verdict"] == "contradicted"
+
+
+def test_the_opposite_predicate_bound_to_the_claims_subject() -> None:
+    ev = "In Kotlin, a val is read-only once assigned, whereas a var is mutable; strings are immutable."
+    assert [m.kind for m in check("In Kotlin, strings are mutable once assigned.", ev)] == ["negation"]
+    assert check("In Kotlin, strings are immutable.", ev) == []
+    ev2 = "Venus is the hottest planet in the Solar System, and Neptune is the coldest."
+    assert [m.kind for m in check("Venus is the coldest planet in the Solar System.", ev2)] == ["negation"]
+    assert check("Neptune is the coldest planet in the Solar System.", ev2) == []

@@ -550,6 +550,38 @@ def _function_word_flip(claim: str, evidence: str) -> Mismatch | None:
 _NEG_PREFIXES = ("non", "un", "in", "im", "il", "ir", "dis", "anti")
 
 
+_COPULA = re.compile(r"\b([A-Za-z][\w-]*)\s+(?:is|are|was|were|remains?|remained)\s+(?:(?:always|still|now|also)\s+)?(?:(?:the|a|an)\s+)?"
+                     r"([A-Za-z][\w-]*)", re.I)
+
+
+def _copulas(text: str) -> list[tuple[str, str]]:
+    """(subject, predicate) stems of each "X is/are (the) Y" of the text."""
+    out = []
+    for m in _COPULA.finditer(text):
+        subj, pred = content_tokens(m.group(1)), content_tokens(m.group(2))
+        if subj and pred:
+            out.append((subj[0], pred[0]))
+    return out
+
+
+def _bound_predicate(claim: str, evidence: str) -> Mismatch | None:
+    """ "tuples are mutable" against "lists are mutable, whereas tuples are immutable": the claim's subject gets the
+    opposite predicate in the evidence, even when the claim's own word is there too (bound to another subject)."""
+    c_pairs = _copulas(claim)
+    if not c_pairs:
+        return None
+    e_pairs = set(_copulas(evidence))
+    for subj, pred in c_pairs:
+        if (subj, pred) in e_pairs:
+            continue
+        opposites = set(_prefix_opposites(pred)) | _ANTI.get(pred, set())
+        for e_subj, e_pred in e_pairs:
+            if e_subj == subj and e_pred in opposites:
+                return Mismatch("negation", f"{subj} … {pred}", f"{e_subj} … {e_pred}",
+                                "the evidence gives the claim's subject the opposite predicate")
+    return None
+
+
 def _prefix_opposites(term: str) -> list[str]:
     """"safe" <-> "unsafe", "steroidal" <-> "nonsteroidal": the same word with a negating prefix."""
     out = [p + term for p in _NEG_PREFIXES]
@@ -575,7 +607,7 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
     if flipped:
         return [Mismatch("negation", _cue_snippet(claim), _cue_snippet(evidence),
                          f"the {side} negates {' '.join(flipped)!r} and the other side asserts it")]
-    flip = _function_word_flip(claim, evidence)
+    flip = _function_word_flip(claim, evidence) or _bound_predicate(claim, evidence)
     if flip:
         return [flip]
     earlier = _earlier_states(evidence)
