@@ -611,7 +611,16 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
     if flip:
         return [flip]
     earlier = _earlier_states(evidence)
+    attempted = _attempted(evidence)
     for i, term in enumerate(c_seq):
+        if term in attempted and term not in c_neg and not _ATTEMPT.search(claim):
+            # the evidence only tried it ("voted to convict"): an opposite outcome anywhere in it ("and he was
+            # acquitted") denies the claim, when the attempt is about the same thing (shared neighbours)
+            j0 = e_seq.index(term)
+            opposite = [o for o in e_seq if o in _ANTI.get(term, ()) and o not in c_all]
+            if opposite and _neighbours(c_seq, i) & _neighbours(e_seq, j0):
+                return [Mismatch("negation", term, opposite[0], "the evidence only attempts it and states the opposite")]
+            continue
         if term in e_all:
             continue
         for other in _prefix_opposites(term):
@@ -624,6 +633,22 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
                     continue
                 return [Mismatch("negation", term, other, "the evidence states the opposite")]
     return []
+
+
+# an attempt or an intention is not the event: "voted to convict ... and he was acquitted"
+_ATTEMPT = re.compile(r"\b(?:voted|tried|sought|attempted|planned|aimed|proposed|moved|threatened|promised|wanted|"
+                      r"hoped|intended)(?:\s+[\w–-]+){0,2}?\s+to\s+(\w+)", re.I)
+
+
+@lru_cache(maxsize=16_384)
+def _attempted(evidence: str) -> frozenset[str]:
+    """Stems of the verbs the evidence names only as an attempt or intention ("voted to convict"), never as what
+    happened: such a word in the evidence does not confirm the claim's same word, so its opposite still counts."""
+    tried = {t for m in _ATTEMPT.finditer(evidence) for t in content_tokens(m.group(1))}
+    if not tried:
+        return frozenset()
+    rest = _ATTEMPT.sub(" ", evidence)
+    return frozenset(tried - set(content_tokens(rest)))
 
 
 # a state the evidence puts before the one it asserts: "reopened in 2021, after it had been closed since 2019"
