@@ -185,7 +185,7 @@ async def _until(cond: Any, tries: int = 400) -> None:
 async def test_build_reports_progress_serves_early_and_stops_on_close(tmp_path: Path) -> None:
     _write_corpus(tmp_path / "c", 60)
     inner = SlowEmbedder()
-    svc = PolicyService(FakeEngine(inner), dirs=[tmp_path / "c"], poll_seconds=0)
+    svc = PolicyService(FakeEngine(inner), dirs=[tmp_path / "c"], poll_seconds=0, complete_wait_s=0)
     assert svc.index_state()["state"] == "loading"
     svc.start()
     for _ in range(5):  # no shipped vectors for this model: the 133 background prompts, in batches of 32
@@ -208,6 +208,43 @@ async def test_build_reports_progress_serves_early_and_stops_on_close(tmp_path: 
     await asyncio.sleep(0.05)
     assert inner.calls <= calls + 1  # only the abandoned batch in flight finishes
     assert svc.index_state()["done"] < svc.index_state()["total"]
+
+
+async def _surfaces_served(inner: SlowEmbedder, svc: PolicyService) -> None:
+    """Let the background prompts and the surfaces through; the bodies stay gated."""
+    svc.start()
+    for _ in range(6):  # 5 background batches of 32, then the 8 documents' surfaces
+        inner.gate.release()
+    await _until(lambda: svc.served is not None)
+    assert not svc.served.complete
+
+
+async def test_a_route_during_the_build_waits_for_the_bodies_that_are_coming(tmp_path: Path) -> None:
+    _write_corpus(tmp_path / "c", 8)
+    inner = SlowEmbedder()
+    svc = PolicyService(FakeEngine(inner), dirs=[tmp_path / "c"], poll_seconds=0, complete_wait_s=600)
+    await _surfaces_served(inner, svc)
+    pending = asyncio.ensure_future(svc.route("deploying services to production"))
+    await asyncio.sleep(0.05)
+    assert not pending.done()  # it can only finish on the full index: the bodies are still gated
+    for _ in range(50):
+        inner.gate.release()
+    out = await pending
+    assert not any(n.startswith("index building") for n in out.get("notices", []))
+    assert "index" not in out and svc.served is not None and svc.served.complete  # the full index answered
+    await svc.aclose()
+
+
+async def test_the_wait_for_the_bodies_is_bounded(tmp_path: Path) -> None:
+    _write_corpus(tmp_path / "c", 8)
+    inner = SlowEmbedder()
+    svc = PolicyService(FakeEngine(inner), dirs=[tmp_path / "c"], poll_seconds=0, complete_wait_s=0.2)
+    await _surfaces_served(inner, svc)
+    out = await svc.route("deploying services to production")  # bodies never come: answered from surfaces
+    assert any(n.startswith("index building") for n in out["notices"]) and out["index"]["state"] == "building"
+    await svc.aclose()
+    for _ in range(50):
+        inner.gate.release()
 
 
 async def test_build_completes_with_calibration_in_listing(tmp_path: Path) -> None:
