@@ -272,13 +272,13 @@ DEFAULT_RULES: tuple[Rule, ...] = (
         _rx(r"(?i)AccountKey=([A-Za-z0-9+/]{80,}={0,2})"),
         ("accountkey=",), group=1,
     ),
-    Rule("github_token", _rx(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), ("gh(?:[pousr]_|ithub_pat_)",),
-         quick_regex=True),
-    Rule("gitlab_token", _rx(r"\b(?:glpat|gldt|glrt|glptt|glcbt|glsoat|glft|glimt|glagent)-[A-Za-z0-9_\-]{20,}"), ("gl(?:pat|dt|rt|ptt|cbt|soat|ft|imt|agent)-",),
-         quick_regex=True),
+    # (the token rules' needles are their prefixes' alternatives written out: anchors of three bytes or
+    # more, so that the anchor scan needs no pass over pairs at odd offsets; the same positions hit)
+    Rule("github_token", _rx(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})\b"), ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_")),
+    Rule("gitlab_token", _rx(r"\b(?:glpat|gldt|glrt|glptt|glcbt|glsoat|glft|glimt|glagent)-[A-Za-z0-9_\-]{20,}"), ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-", "glft-", "glimt-", "glagent-")),
     Rule("slack_token", _rx(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), ("xox",)),
     Rule("slack_webhook", _rx(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"), (r"hooks\.slack\.com",), quick_regex=True),
-    Rule("stripe_key", _rx(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), ("k_(?:live|test)_",), quick_regex=True),
+    Rule("stripe_key", _rx(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}"), ("k_live_", "k_test_")),
     Rule(
         "openai_key", _rx(r"\bsk-(?:proj-|ant-(?:api|admin)\d\d-)?[A-Za-z0-9_\-]{32,}"), ("sk-",),
         accept=lambda s: looks_random(s, 32, 3.5),
@@ -439,49 +439,96 @@ class AnchorScan:
     """Every occurrence of a set of lower-case literals in ``data.lower()``, in one vectorised pass.
 
     One scan per literal costs 0.3-0.6 ms per megabyte each (about 20 literals); this looks up
-    every byte pair of the payload in a 64 K table of the literals' rarest pairs (``c | 0x20``
-    folds case: a superset), then checks every candidate of every literal at once, exactly as
-    ``bytes.lower`` would compare (one comparison of 8-byte words, not a numpy call per literal
-    and byte). The positions equal a ``lowered.find`` loop's (overlaps included).
+    the payload's byte pairs that start at even offsets in a 64 K table (``c | 0x20`` folds case: a
+    superset), then checks every candidate of every literal at once, exactly as ``bytes.lower``
+    would compare (one comparison of 8-byte words, not a numpy call per literal and byte). The
+    positions equal a ``lowered.find`` loop's (overlaps included).
+
+    One table lookup per two bytes, not per byte: a literal of three or more bytes has a pair at an
+    even offset and one at an odd offset within it, and whichever of the two starts at an even
+    offset of the payload finds the occurrence (each occurrence exactly once). Only a two-byte
+    literal needs the pairs at odd offsets too (a second pass, made only when there is one: the
+    default rules have none). When there are many candidates, the 8 bytes around each one, as far
+    as the literals of its pair fix them, are looked up in a hashed table before any literal is
+    compared (``_neighbours``): most candidates end there, in a few numpy calls for all of them.
+    Short payloads are searched with ``bytes.find``, a run of literals that share a two-byte prefix
+    (``ghp_``, ``gho_``, ...) only when the prefix occurs.
     """
 
     def __init__(self, literals: Iterable[bytes]) -> None:
         self.literals = tuple(sorted(set(literals)))
-        self.table = np.zeros(65536, dtype=bool)
-        self.plan: list[tuple[bytes, int, int]] = []  # literal, offset of its pair, pair code
+        # a short payload's plain searches: the literals that share their first two bytes with others are
+        # looked for behind that prefix (absent, it costs one search for all of them: ghp_, gho_, ...)
+        runs = [(p, tuple(g)) for p, g in itertools.groupby(self.literals, key=lambda s: s[:2])]
+        self.lone = tuple(run[0] for _, run in runs if len(run) == 1)
+        self.runs = tuple((p, run) for p, run in runs if len(run) > 1)
+        # plan entries: (literal, offset of its pair, pair code, parity of the pass that looks it up)
+        self.plan: list[tuple[bytes, int, int, int]] = []
         self.singles: list[bytes] = []
+        self.found: list[bytes] = []  # the literals the pair passes find, by id
         for lit in self.literals:
             if any(65 <= c <= 90 for c in lit):
                 continue  # never in lower-cased bytes
             if len(lit) < 2:
                 self.singles.append(lit)
                 continue
-            k = max(range(len(lit) - 1), key=lambda i: _rarity(lit[i : i + 2]))
-            code = (lit[k] | 0x20) | ((lit[k + 1] | 0x20) << 8)
-            self.table[code] = True
-            self.plan.append((lit, k, code))
+            self.found.append(lit)
+            if len(lit) == 2:  # its one pair, at even and at odd payload offsets
+                self.plan += [(lit, 0, _code(lit, 0), 0), (lit, 0, _code(lit, 0), 1)]
+                continue
+            for parity in (0, 1):  # a rare pair at an even offset of the literal, and one at an odd offset
+                k = max(range(parity, len(lit) - 1, 2), key=lambda i: (_rarity(lit[i : i + 2]), _known(lit, i)))
+                self.plan.append((lit, k, _code(lit, k), 0))
+        self.tables = [np.zeros(65536, dtype=bool), np.zeros(65536, dtype=bool)]  # even pass, odd pass
+        for _, _, code, parity in self.plan:
+            self.tables[parity][code] = True
+        self.odd_pass = any(parity for *_, parity in self.plan)
+        self._neighbours()
         # every candidate of every literal is checked at once, as little-endian 8-byte words: a word of the
         # payload at the literal's start, OR-ed with ``fold`` (0x20 on the literal's letters: either case;
         # 0xff past its end: any byte), must equal ``expect`` (the literal, 0xff past its end)
-        self.words = max((len(lit) + 7) // 8 for lit, _, _ in self.plan) if self.plan else 0
+        self.words = max((len(lit) + 7) // 8 for lit, *_ in self.plan) if self.plan else 0
         width = self.words * 8
         fold = np.full((len(self.plan), width), 0xFF, dtype=np.uint8)
         expect = np.full((len(self.plan), width), 0xFF, dtype=np.uint8)
-        for i, (lit, _, _) in enumerate(self.plan):
+        for i, (lit, *_) in enumerate(self.plan):
             fold[i, : len(lit)] = [0x20 if 97 <= c <= 122 else 0 for c in lit]
             expect[i, : len(lit)] = list(lit)
         self.fold = [np.ascontiguousarray(col) for col in fold.view("<u8").T]  # word -> its value per plan entry
         self.expect = [np.ascontiguousarray(col) for col in expect.view("<u8").T]
-        self.offset = np.array([k for _, k, _ in self.plan], dtype=np.int64)  # of the pair in the literal
-        self.length = np.array([len(lit) for lit, _, _ in self.plan], dtype=np.int64)
-        # pair code -> its first plan entry; the other entries of a code shared by several literals
-        self.entry = np.full(65536, -1, dtype=np.int64)
-        self.shared: list[tuple[int, int]] = []  # (pair code, plan entry)
-        for i, (_, _, code) in enumerate(self.plan):
-            if self.entry[code] < 0:
-                self.entry[code] = i
-            else:
-                self.shared.append((code, i))
+        self.offset = np.array([k for _, k, _, _ in self.plan], dtype=np.int64)  # of the pair in the literal
+        self.length = np.array([len(lit) for lit, *_ in self.plan], dtype=np.int64)
+        ids = {lit: i for i, lit in enumerate(self.found)}
+        self.literal_of = np.array([ids[lit] for lit, *_ in self.plan], dtype=np.int64)
+        # per pass, pair code -> its plan entries (CSR: ``first[code]``, ``count[code]`` into ``entries``)
+        self.first: list[np.ndarray] = []
+        self.count: list[np.ndarray] = []
+        self.entries: list[np.ndarray] = []
+        for parity in (0, 1):
+            mine = sorted((code, i) for i, (_, _, code, p) in enumerate(self.plan) if p == parity)
+            count = np.zeros(65536, dtype=np.int64)
+            for code, _ in mine:
+                count[code] += 1
+            self.count.append(count)
+            self.first.append(np.cumsum(count) - count)
+            self.entries.append(np.array([i for _, i in mine], dtype=np.int64))
+        self.single = [int(c.max()) <= 1 for c in self.count]
+
+    def _neighbours(self) -> None:
+        """The even pass's second look: the 8 bytes around a candidate's pair (2 before it, its own, 4
+        after), as far as every literal of its pair code fixes them (``window_mask``), hashed into a
+        table that holds each plan entry's (``window``)."""
+        self.window_mask = np.zeros(65536, dtype=np.uint64)
+        self.window = np.zeros(_WINDOW_SLOTS, dtype=bool)
+        even = [(lit, k, code) for lit, k, code, parity in self.plan if not parity]
+        masks: dict[int, int] = {}
+        for lit, k, code in even:
+            masks[code] = masks.get(code, _ALL) & _window_of(lit, k)[1]
+        for code, mask in masks.items():
+            self.window_mask[code] = mask
+        for lit, k, code in even:
+            value = np.array([_window_of(lit, k)[0] & masks[code]], dtype=np.uint64)
+            self.window[_window_slot(value)[0]] = True
 
     def positions(self, data: bytes, lo: int = 0, hi: int | None = None) -> dict[bytes, list[int]]:
         """Literal -> sorted start offsets in ``data.lower()`` of the occurrences that lie within
@@ -491,7 +538,7 @@ class AnchorScan:
         n = hi - lo
         if n < SCAN_ABOVE:
             lowered = data[lo:hi].lower()
-            for lit in self.literals:
+            for lit in self.lone:
                 i = lowered.find(lit)
                 if i < 0:
                     continue
@@ -499,6 +546,13 @@ class AnchorScan:
                 while i >= 0:
                     hits.append(i + lo)
                     i = lowered.find(lit, i + 1)
+            for prefix, run in self.runs:
+                if prefix in lowered:  # (absent: none of the run's literals occurs)
+                    for lit in run:
+                        i = lowered.find(lit)
+                        while i >= 0:
+                            out.setdefault(lit, []).append(i + lo)
+                            i = lowered.find(lit, i + 1)
             return out
         raw = np.frombuffer(data, dtype=np.uint8, count=n, offset=lo)
         folded = raw | 0x20
@@ -509,19 +563,12 @@ class AnchorScan:
                 out[lit] = (single + lo).tolist()
         if not self.plan or n < 2:
             return out
-        even = folded[: n - n % 2].view("<u2")  # pairs starting at 0, 2, 4, ...
-        odd = folded[1 : n - (n - 1) % 2].view("<u2")  # pairs starting at 1, 3, 5, ...
-        i0 = np.flatnonzero(np.take(self.table, even))
-        i1 = np.flatnonzero(np.take(self.table, odd))
-        if not len(i0) and not len(i1):
+        starts, entries = self._candidates(folded, 0)
+        if self.odd_pass:
+            odd_starts, odd_entries = self._candidates(folded, 1)
+            starts, entries = np.concatenate((starts, odd_starts)), np.concatenate((entries, odd_entries))
+        if not len(starts):
             return out
-        starts = np.concatenate((i0 * 2, i1 * 2 + 1))
-        codes = np.concatenate((even[i0], odd[i1]))
-        entries = self.entry[codes]
-        if self.shared:  # a pair code of several literals: its candidates once more for each other one
-            more = [(starts[codes == code], i) for code, i in self.shared]
-            starts = np.concatenate([starts, *(m for m, _ in more)])
-            entries = np.concatenate([entries, *(np.full(len(m), i, dtype=np.int64) for m, i in more)])
         begin = starts - self.offset[entries]  # where the literal would start
         keep = (begin >= 0) & (begin <= n - self.length[entries])
         near_end = keep & (begin > n - self.words * 8)  # too close to the end for whole words: checked in Python
@@ -549,14 +596,68 @@ class AnchorScan:
             entries_kept = np.concatenate((entries_kept, np.array([i for _, i in tail], dtype=np.int64)))
         if not len(begin):
             return out
-        order = np.lexsort((begin, entries_kept))  # by plan entry, then text order
-        begin, entries_kept = begin[order] + lo, entries_kept[order]
-        bounds = np.searchsorted(entries_kept, np.arange(len(self.plan) + 1)).tolist()
+        ids = self.literal_of[entries_kept]
+        order = np.lexsort((begin, ids))  # by literal, then text order
+        begin, ids = begin[order] + lo, ids[order]
+        bounds = np.searchsorted(ids, np.arange(len(self.found) + 1)).tolist()
         flat = begin.tolist()
-        for i, (lit, _, _) in enumerate(self.plan):
+        for i, lit in enumerate(self.found):
             if bounds[i] < bounds[i + 1]:
                 out[lit] = flat[bounds[i] : bounds[i + 1]]
         return out
+
+    def _candidates(self, folded: np.ndarray, parity: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where a pair of the table of ``parity`` starts (offsets of the same parity), once for each
+        of its plan entries, and the entries."""
+        n = len(folded) - parity
+        pairs = folded[parity : parity + n - n % 2].view("<u2")  # pairs starting at parity, parity + 2, ...
+        at = np.flatnonzero(np.take(self.tables[parity], pairs))
+        codes = pairs[at]
+        if not parity and len(at) > _SECOND_LOOK_ABOVE:  # the second look, where the 8 bytes lie in the data
+            windows = np.ndarray((len(folded) - 7,), dtype="<u8", buffer=folded, strides=(1,))
+            inside = (at >= 1) & (at * 2 + 6 <= len(folded))
+            where = np.where(inside, at * 2 - 2, 0)
+            ok = np.take(self.window, _window_slot(windows[where] & self.window_mask[codes])) | ~inside
+            at, codes = at[ok], codes[ok]
+        starts = at * 2 + parity
+        count = self.count[parity][codes]
+        if self.single[parity] or not (count > 1).any():  # each candidate's code has one entry
+            return starts, self.entries[parity][self.first[parity][codes]]
+        starts = np.repeat(starts, count)
+        rank = np.arange(len(starts)) - np.repeat(np.cumsum(count) - count, count)  # which entry of its code
+        return starts, self.entries[parity][np.repeat(self.first[parity][codes], count) + rank]
+
+
+_SECOND_LOOK_ABOVE = 512  # candidates above which the second look costs less than the checks it saves
+_WINDOW_SLOTS = 1 << 16  # the second look's table (a hash of 8 bytes: a collision only lets more through)
+_ALL = (1 << 64) - 1
+
+
+def _window_of(lit: bytes, k: int) -> tuple[int, int]:
+    """The 8 bytes from offset ``k - 2`` of ``lit`` (case-folded, little-endian; past either end of the
+    literal: unknown) and the mask of the bytes it fixes."""
+    value = mask = 0
+    for j in range(8):
+        at = k - 2 + j
+        if 0 <= at < len(lit):
+            value |= (lit[at] | 0x20) << (8 * j)
+            mask |= 0xFF << (8 * j)
+    return value, mask
+
+
+def _known(lit: bytes, k: int) -> int:
+    """How many bytes around offset ``k``'s pair the literal fixes (the second look's strength)."""
+    return bin(_window_of(lit, k)[1]).count("1") // 8
+
+
+def _window_slot(words: np.ndarray) -> np.ndarray:
+    """The second look's table slot of masked 8-byte windows: a multiplicative hash (64-bit wrap)."""
+    return (words * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(48)
+
+
+def _code(lit: bytes, k: int) -> int:
+    """The table code of the pair at offset ``k`` of ``lit``: its two bytes, case-folded, little-endian."""
+    return (lit[k] | 0x20) | ((lit[k + 1] | 0x20) << 8)
 
 
 @dataclass

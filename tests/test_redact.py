@@ -234,3 +234,36 @@ def test_assignment_precheck_keeps_every_place_a_password_or_assignment_tail_mat
     code = b"x = self.password)\ncache_key(x)\npassword = 'hunter2hunter2'\n" * 200
     ends = [code.find(b"password") + 8, code.find(b"key") + 3, code.find(b"password =") + 8]
     assert assignment_may_follow(code, ends).tolist() == [False, False, True]
+
+
+def test_anchor_scan_equals_a_find_loop_on_random_payloads() -> None:
+    """The even-offset pair pass, its second look at the 8 bytes around each candidate and the short
+    payloads' prefix runs find exactly what a find loop finds: random literals (two-byte ones, which need
+    the odd pass, repeated bytes, newlines, shared pairs) in random case, whole payloads and windows."""
+    import random
+
+    from bosun.core.offload.outline import OUTLINE_LITERALS
+    from bosun.core.redact import SCAN_ABOVE, AnchorScan, default_redactor
+
+    rng = random.Random(15)
+    base = list(default_redactor().scan.literals) + list(OUTLINE_LITERALS)
+    alphabet = b"abcxyzAXZ_-:/ \n\x7f\xff=k"
+    for trial in range(60):
+        if trial % 2:
+            lits = base
+        else:
+            lits = [bytes(rng.choice(b"abxAB_-:\n\x7f") for _ in range(rng.randint(1, 11))).lower() for _ in range(6)]
+            lits += [b"aaa", b"abab", b"ab", b"xx"][: rng.randint(0, 4)]
+        scan = AnchorScan(lits)
+        parts: list[bytes] = []
+        while sum(map(len, parts)) < rng.randint(SCAN_ABOVE // 2, 3 * SCAN_ABOVE):
+            if rng.random() < 0.3:
+                lit = rng.choice(lits)
+                parts.append(bytes(c ^ 0x20 if 97 <= c <= 122 and rng.random() < 0.5 else c for c in lit))
+            else:
+                parts.append(bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 6))))
+        data = b"".join(parts)
+        low = data.lower()
+        for lo, hi in ((0, len(data)), (rng.randint(0, 50), len(data) - rng.randint(0, 50)), (rng.randint(0, 99), 4200)):
+            expected = {lit: [p + lo for p in _find_all(low[lo:hi], lit)] for lit in scan.literals if lit in low[lo:hi]}
+            assert scan.positions(data, lo, hi) == expected, (trial, lo, hi)
