@@ -17,8 +17,13 @@ def test_fractions_and_halves_in_words_are_amounts() -> None:
     assert q == {"two thirds of the": (66.667, "%")}
     q = {x.raw: (x.value, x.unit, x.bound) for x in quantities("The probe travelled more than three and a half years.")}
     assert q["three and a half years"] == (3.5, "year", ">")
-    # an ordinal or a quarter of a year is no fraction
-    assert all(x.unit != "%" for x in quantities("Revenue in the third quarter beat the fifth estimate."))
+    # an ordinal, a part of a period or a position is no share of an amount
+    for text in ("Revenue in the third quarter beat the fifth estimate.", "Output grew in the second half of the year.",
+                 "A quarter of the way through the race he led.", "The economy shrank for two quarters of the year.",
+                 "Half of the 2019 season was cancelled."):
+        assert all(x.unit != "%" for x in quantities(text)), text
+    assert check("Steel output grew 30% in the second half of the year.",
+                 "Steel output grew 30% in the last six months of the year.") == []
 
 
 def test_basis_points_and_fractions_of_a_point_agree() -> None:

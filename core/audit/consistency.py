@@ -187,7 +187,7 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         count, frac = (m.group(1) or "").lower(), m.group(2).lower()
         if not count and frac != "half":
             continue  # "quarter" alone ("the third quarter", "the fifth planet") is no fraction
-        if any(a <= m.start() < b for a, b in taken):
+        if any(a <= m.start() < b for a, b in taken) or _not_a_share(text, m):
             continue
         n = 1.0 if count in ("", "a", "an", "one") else _WORDNUM[count]
         value = n * _FRACTION[frac]
@@ -210,6 +210,24 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
         dim, unit = _unit_of(follower)
         out.append(Quantity(_WORDNUM[word], 0, dim, unit, m.group(0), bound_of(m.start()), False))
     return tuple(out)
+
+
+_HALF_POSITION = re.compile(r"\b(?:first|second|latter|former|last|early|late|other|top|bottom|back|front|upper|"
+                            r"lower|northern|southern|eastern|western|opening|closing)\s*$", re.I)
+_PERIOD = re.compile(r"\s*(?:the\s+|this\s+|that\s+|its\s+|their\s+)?(?:\d{4}\s+)?(?:year|century|decade|season|month|"
+                     r"week|day|game|match|term|period|race|quarter|half|time|way|distance)s?\b", re.I)
+
+
+def _not_a_share(text: str, m: re.Match[str]) -> bool:
+    """ "the second half of the year", "a quarter of the way", "two quarters of growth": a part of a period or a
+    position, not a share of an amount."""
+    if _HALF_POSITION.search(text[max(0, m.start() - 12) : m.start()]):
+        return True
+    if m.group(2).lower() == "quarters" and (m.group(1) or "").lower() != "three":
+        return True
+    after_of = text[m.end(2):]
+    after_of = after_of[after_of.lower().find(" of ") + 4 :] if " of " in after_of[:6].lower() else ""
+    return bool(after_of) and _PERIOD.match(after_of) is not None
 
 
 def _unit_of(follower: str) -> tuple[str | None, str | None]:
