@@ -102,13 +102,73 @@ def ms(xs: list[float]) -> str:
     return f"{statistics.median(xs) * 1000:.2f} ms"
 
 
+def old_redactor(rev: str) -> Any:
+    """A ``Redactor`` of ``core/redact.py`` at ``rev`` (read with ``git show``, loaded under a private name)."""
+    import subprocess
+    import sys
+    import types
+
+    src = subprocess.run(["git", "show", f"{rev}:core/redact.py"], cwd=Path(__file__).resolve().parents[1],
+                         capture_output=True, text=True, check=True).stdout
+    mod = types.ModuleType("_redact_at_" + rev)
+    sys.modules[mod.__name__] = mod  # (dataclasses look their module up)
+    exec(compile(src, f"{rev}:core/redact.py", "exec"), mod.__dict__)
+    return mod.Redactor()
+
+
+async def ab_redactor(rev: str, rounds: int) -> None:
+    """observe of the 1 MB payload with ``rev``'s redactor and with this checkout's, and the baseline, in
+    one process, each on its own store, in alternating order every round: medians of wall and CPU time."""
+    def engine(prefix: str) -> Engine:
+        return Engine(Config(home=Path(tempfile.mkdtemp(prefix=prefix)), policies=[]),
+                      embedder_factory=lambda _c: HashEmbedder(8))
+
+    engines = {"baseline": engine("bosun-ab-base-"), rev: engine("bosun-ab-old-"), "this checkout": engine("bosun-ab-new-")}
+    for e in engines.values():
+        await e.open(watch_policies=False)
+    engines[rev].observe.redactor = old_redactor(rev)
+    tids = {k: (await e.tasks.start(objective="ab")).task_id for k, e in engines.items() if k != "baseline"}
+    text = payload()
+    times: dict[str, list[tuple[float, float]]] = {k: [] for k in engines}
+    for i in range(rounds):
+        for k in (list(engines) if i % 2 else list(engines)[::-1]):
+            variant = text + f"\n{k} {i}\n"  # fresh bytes each time: no INSERT OR IGNORE shortcut
+            c0, t0 = time.process_time(), time.perf_counter()
+            if k == "baseline":
+                data = variant.encode()
+                hashlib.sha256(data).hexdigest()
+                await engines[k].refs.put(data)
+            else:
+                assert (await engines[k].observe.observe_output(tids[k], False, "bash", {"command": "cat big.log"},
+                                                                variant))["offloaded"]
+            times[k].append((time.perf_counter() - t0, time.process_time() - c0))
+    for e in engines.values():
+        await e.close()
+    base_w = statistics.median(w for w, _ in times["baseline"])
+    base_c = statistics.median(c for _, c in times["baseline"])
+    print(f"| 1 MB, {rounds} interleaved rounds | wall median | vs baseline | CPU median (all threads) | vs baseline |")
+    print("|---|---:|---:|---:|---:|")
+    for k, xs in times.items():
+        w, c = statistics.median(w for w, _ in xs), statistics.median(c for _, c in xs)
+        print(f"| {'sha256 + one store put' if k == 'baseline' else 'observe, redaction of ' + k} | "
+              f"{w * 1000:.2f} ms | {w / base_w:.2f}x | {c * 1000:.2f} ms | {c / base_c:.2f}x |")
+    load = os.getloadavg()
+    print(f"\nload average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}")
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=41)
     ap.add_argument("--out", default="")
     ap.add_argument("--paced", type=int, default=40, help="observes with a pause before each (0: skip)")
     ap.add_argument("--pause", type=float, default=0.25, help="seconds between paced observes")
+    ap.add_argument("--ab", default="", metavar="REV",
+                    help="only the interleaved A/B: observe with REV's core/redact.py against this checkout's "
+                         "and the baseline, --repeat rounds (redaction is the stage that differs)")
     args = ap.parse_args()
+    if args.ab:
+        await ab_redactor(args.ab, args.repeat)
+        return
     home = Path(tempfile.mkdtemp(prefix="bosun-speed-"))
     engine = Engine(Config(home=home, policies=[]), embedder_factory=lambda _c: HashEmbedder(8))
     await engine.open(watch_policies=False)  # observe never routes: no index build competing for the CPU
