@@ -71,6 +71,11 @@ def test_winner_and_loser_swapped_across_a_participle_clause() -> None:
     assert [m.kind for m in check("England defeated Spain 2–1 in the Euro 2024 final in Berlin.", ev)] == ["role"]
     assert check("Spain defeated England 2–1 in the Euro 2024 final in Berlin.", ev) == []
     assert check("England were beaten by Spain 2–1 in the Euro 2024 final in Berlin.", ev) == []
+    passive = "England were beaten 2–1 by Spain in the Euro 2024 final in Berlin."  # the passive told by its auxiliary
+    assert check("Spain beat England 2–1 in the Euro 2024 final in Berlin.", passive) == []
+    assert check("Spain beat England in the Euro 2024 final in Berlin.",
+                 "England were narrowly beaten in the Euro 2024 final in Berlin, Spain winning 2–1.") == []
+    assert [m.kind for m in check("England beat Spain 2–1 in the Euro 2024 final in Berlin.", passive)] == ["role"]
 
 
 def test_buyer_and_bought_swapped_with_another_verb_of_the_family() -> None:

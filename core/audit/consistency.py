@@ -977,7 +977,8 @@ _AGENT_VERBS = re.compile(
     r"\b(?P<win>defeat(?:s|ed|ing)?|beat(?:s|en|ing)?|overc(?:ame|omes?|oming)|rout(?:s|ed|ing)?|oust(?:s|ed|ing)?)\b"
     r"|\b(?P<buy>acquir(?:e|es|ed|ing)|bought|buy(?:s|ing)?|purchas(?:e|es|ed|ing)|took\s+over|tak(?:e|es|ing)\s+over)\b",
     re.I)
-_AGENT_PASSIVE = re.compile(r"^\s+by\b", re.I)
+_AGENT_PASSIVE = re.compile(r"^(?:\s+[\d–-]+)?\s+by\b", re.I)  # "beaten by", "beaten 2–1 by"
+_AGENT_BE = re.compile(r"\b(?:is|are|was|were|be|been|being|got|gets|get)\s+(?:\w+ly\s+)?$", re.I)  # "were beaten"
 _AGENT_REACH = 160  # characters before the verb where its subject may be (a participle clause's is the sentence's)
 
 
@@ -997,7 +998,7 @@ def _agent_patient(text: str, names: dict[str, frozenset[str]]) -> list[tuple[st
             continue
         subj = max(before, key=lambda sp: sp[1])[2]
         obj = min(after, key=lambda sp: sp[0])[2]
-        if _AGENT_PASSIVE.search(text[v.end():]):
+        if _AGENT_PASSIVE.search(text[v.end():]) or _AGENT_BE.search(text[max(0, v.start() - 24) : v.start()]):
             subj, obj = obj, subj
         if subj != obj:
             out.append((family, subj, obj))
