@@ -119,3 +119,12 @@ def test_an_attempt_in_the_evidence_is_not_the_event() -> None:
     assert check("In 2019 the county board voted to close the Elm Street library branch.", ev) == []
     done = "In 2019 the county board voted to close the Elm Street library branch, and it closed in June."
     assert check("In 2019 the county board closed the Elm Street library branch.", done) == []
+
+
+def test_a_fraction_in_words_is_a_rounded_share() -> None:
+    ev = "In the survey, 22 percent of adults said they had used a chatbot for medical advice."
+    assert check("In the survey, nearly a quarter of adults said they had used a chatbot for medical advice.", ev) == []
+    assert check("In the survey, a fifth of adults said they had used a chatbot for medical advice.", ev) == []
+    assert [m.kind for m in check("In the survey, a third of adults said they had used a chatbot for medical advice.",
+                                  "In the survey, 45 percent of adults said they had used a chatbot for medical advice.")
+            ] == ["number"]

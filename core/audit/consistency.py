@@ -80,6 +80,7 @@ _FACTOR = {
     "w": 1.0, "kw": 1e3, "mw": 1e6, "gw": 1e9, "kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
     "pp": 1.0, "bp": 0.01,  # a basis point is a hundredth of a percentage point
 }
+COARSE_TOLERANCE = 0.2  # a fraction in words and a percentage agree this close ("nearly a quarter" for 22%)
 CONVERTED_TOLERANCE = 0.1  # converted values this close agree (conversions are rounded: "5 miles" ~ "8 km")
 _SCALE = {"thousand": 1e3, "k": 1e3, "million": 1e6, "m": 1e6, "mn": 1e6, "billion": 1e9, "bn": 1e9, "b": 1e9,
           "trillion": 1e12, "tn": 1e12, "hundred": 1e2, "dozen": 12.0}
@@ -122,6 +123,7 @@ class Quantity:
     bound: str  # "=" | ">" | "<" | "~"
     year: bool
     slot: str | None = None  # the content word just before a unit-less number ("score of 2" -> "score")
+    coarse: bool = False  # a fraction in words ("a quarter"): a writer rounds 22% to it, so it agrees within 20%
 
 
 def quantities(text: str) -> list[Quantity]:
@@ -199,7 +201,7 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
             continue  # "half the size", "two thirds" alone: not compared
         taken.append(m.span())
         bound = bound_of(m.start())
-        out.append(Quantity(amount, 1, dim, unit, m.group(0), bound if bound != "=" else "~", False))
+        out.append(Quantity(amount, 1, dim, unit, m.group(0), bound if bound != "=" else "~", False, coarse=True))
     for m in _WORDNUM_RE.finditer(text):
         if any(a <= m.start() < b for a, b in taken):
             continue
@@ -251,6 +253,8 @@ def _same_value(claim: Quantity, ev: Quantity) -> bool:
         return e >= c
     if claim.bound == "<":
         return e <= c
+    if claim.coarse or ev.coarse:
+        return abs(c - e) <= COARSE_TOLERANCE * max(abs(c), abs(e))
     if claim.bound == "~" or ev.bound == "~":
         return abs(c - e) <= 0.1 * max(abs(c), abs(e))
     if round(e, claim.decimals) == c:  # "30%" for "29.6%"
