@@ -128,3 +128,12 @@ def test_a_fraction_in_words_is_a_rounded_share() -> None:
     assert [m.kind for m in check("In the survey, a third of adults said they had used a chatbot for medical advice.",
                                   "In the survey, 45 percent of adults said they had used a chatbot for medical advice.")
             ] == ["number"]
+
+
+def test_the_same_side_in_the_evidence_confirms_a_direction_word() -> None:
+    ev = "Consumer prices rose 0.4 percent in March after falling in February."
+    assert check("Consumer prices climbed 0.4 percent in March.", ev) == []
+    assert [m.kind for m in check("Consumer prices fell 0.4 percent in March.",
+                                  "Consumer prices rose 0.4 percent in March, the statistics office said.")] == ["negation"]
+    assert check("Firefox 120 restored the compact density option.",
+                 "Firefox 120 reintroduced the compact density option that Firefox 89 removed.") == []

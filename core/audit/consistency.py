@@ -493,6 +493,13 @@ for _up, _down in _POLARITY:
         _ANTI.setdefault(_w, set()).update(_downs)
     for _w in _downs:
         _ANTI.setdefault(_w, set()).update(_ups)
+# the words on the same side of a polarity pair: "prices climbed" against "prices rose in March after falling
+# in February" is confirmed by "rose"; the opposite word there is about another moment
+_SIDE: dict[str, frozenset[str]] = {}
+for _up, _down in _POLARITY:
+    for _side in (frozenset(stem(w) for w in _up.split()), frozenset(stem(w) for w in _down.split())):
+        for _w in _side:
+            _SIDE[_w] = _SIDE.get(_w, frozenset()) | _side
 
 
 _CLAUSE_END = re.compile(r"[,;:?!.()]|\b(?:but|although|though|whereas|while|however)\b", re.I)
@@ -650,7 +657,7 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
                 return [Mismatch("negation", term, other, "the evidence states the opposite")]
         for j, other in enumerate(e_seq):
             if (other in _ANTI.get(term, ()) and other not in c_all and other not in earlier
-                    and _neighbours(c_seq, i) & _neighbours(e_seq, j)):
+                    and not (_SIDE.get(term, frozenset()) & e_all) and _neighbours(c_seq, i) & _neighbours(e_seq, j)):
                 if _converse(claim, evidence, term, other):
                     continue
                 return [Mismatch("negation", term, other, "the evidence states the opposite")]
