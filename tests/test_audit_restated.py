@@ -137,3 +137,14 @@ def test_the_same_side_in_the_evidence_confirms_a_direction_word() -> None:
                                   "Consumer prices rose 0.4 percent in March, the statistics office said.")] == ["negation"]
     assert check("Firefox 120 restored the compact density option.",
                  "Firefox 120 reintroduced the compact density option that Firefox 89 removed.") == []
+
+
+def test_a_unit_written_as_its_symbol_is_covered() -> None:
+    from bosun.core.audit.consistency import restated_units
+
+    ev = "Pure gallium melts at about 30 °C, so it can melt in the palm of a hand."
+    assert restated_units("Pure gallium melts at roughly 30 degrees Celsius.", ev) == {"celsius"}
+    assert restated_units("Pure gallium melts at roughly 86 degrees Fahrenheit.", ev) == set()
+    chunks = [{"content": ev}, {"content": "Gallium is a soft, silvery metal."}]
+    rec = audit("", chunks, "Pure gallium melts at roughly 30 degrees Celsius.", LEX)["claims"][0]
+    assert rec["features"]["specific_cov"] == 1.0

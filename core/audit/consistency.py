@@ -299,6 +299,19 @@ def agreeing_numbers(claim: str, evidence: str) -> frozenset[str]:
     return frozenset(out)
 
 
+@lru_cache(maxsize=16_384)
+def restated_units(claim: str, evidence: str) -> frozenset[str]:
+    """The claim's unit words ("degrees Celsius", "kilometres") that the evidence writes as another name or symbol of
+    the same unit ("4 °C", "12 km"): a capitalised unit name is a specific word the evidence seems to lack."""
+    units = {q.unit for q in quantities(evidence) if q.dim is not None}
+    out = set()
+    for w in re.findall(r"[A-Za-z°µ/]+", claim):
+        hit = _UNITS.get(w.lower())
+        if hit is not None and hit[1] in units:
+            out.update(content_tokens(w))
+    return frozenset(out)
+
+
 def _number_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     out: list[Mismatch] = []
     c_q = [q for q in quantities(claim) if not q.year]

@@ -35,7 +35,7 @@ import numpy as np
 
 from bosun.core.audit.align import aligned_coverage, budget_coverages
 from bosun.core.audit.claims import content_tokens
-from bosun.core.audit.consistency import Mismatch, agreeing_numbers, check, overclaim
+from bosun.core.audit.consistency import Mismatch, agreeing_numbers, check, overclaim, restated_units
 from bosun.core.audit.index import SentenceIndex
 
 TOP_K = 8  # candidate sentences per claim by coverage
@@ -241,6 +241,8 @@ def match_claim(
     if any(t not in covered_set for t in nums):  # a number restated in another form counts as covered
         covered_set |= agreeing_numbers(claim_text, " ".join(index.sentences[s].text for s in cands))
     specific = _specific_tokens(claim_text).intersection(terms.tokens)
+    if any(t not in covered_set for t in specific):  # a unit written as its symbol: "Celsius" for "°C"
+        covered_set |= restated_units(claim_text, " ".join(index.sentences[s].text for s in cands))
     clause_cov: list[tuple[float, str, tuple[str, ...]]] = []
     weight_of = dict(zip(terms.tokens, w.tolist(), strict=True))
     for text, cl in clauses(claim_text):
