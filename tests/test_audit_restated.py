@@ -148,3 +148,11 @@ def test_a_unit_written_as_its_symbol_is_covered() -> None:
     chunks = [{"content": ev}, {"content": "Gallium is a soft, silvery metal."}]
     rec = audit("", chunks, "Pure gallium melts at roughly 30 degrees Celsius.", LEX)["claims"][0]
     assert rec["features"]["specific_cov"] == 1.0
+
+
+def test_a_negated_event_whose_verb_and_object_the_evidence_asserts_together() -> None:
+    ev = ("In the winter of 2021 ten Nepali climbers of the expedition reached the summit together, completing the "
+          "first winter ascent of the mountain known as K2.")
+    assert [m.kind for m in check("The expedition failed to reach the summit of K2 in the winter of 2021.", ev)] == [
+        "negation"]
+    assert check("The expedition reached the summit of K2 in the winter of 2021.", ev) == []

@@ -560,6 +560,10 @@ def _flip(
         asserted = [t for t in scope if t in other and t not in other_negated]
         if (len(asserted) >= 2 and _together(asserted, other_seq)) or (len(scope) == 1 and asserted and short):
             return asserted
+        # the negated verb and its first word together on the other side ("failed to land on comet 67P" against
+        # "the first soft landing on a comet"), when a third word of the scope is elsewhere in it
+        if len(asserted) >= 3 and asserted[:2] == list(scope[:2]) and _together(asserted[:2], other_seq):
+            return asserted[:2]
         if asserted and changes and any(t in _EFFECT for t in scope) and not (set(asserted) & _EFFECT):
             return [*sorted(changes)[:1], *asserted]
     return None
