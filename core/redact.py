@@ -14,6 +14,7 @@ looks random (length and Shannon entropy), so code such as
 
 from __future__ import annotations
 
+import bisect
 import functools
 import itertools
 import math
@@ -457,11 +458,12 @@ class AnchorScan:
 
     def __init__(self, literals: Iterable[bytes]) -> None:
         self.literals = tuple(sorted(set(literals)))
-        # a short payload's plain searches: the literals that share their first two bytes with others are
-        # looked for behind that prefix (absent, it costs one search for all of them: ghp_, gho_, ...)
+        # a short payload's plain searches: a run of literals that share their first two bytes (ghp_, gho_,
+        # ...: the token rules' written-out prefixes) is looked for only when that prefix occurs
         runs = [(p, tuple(g)) for p, g in itertools.groupby(self.literals, key=lambda s: s[:2])]
-        self.lone = tuple(run[0] for _, run in runs if len(run) == 1)
-        self.runs = tuple((p, run) for p, run in runs if len(run) > 1)
+        self.lone = tuple(sorted((lit for _, run in runs if len(run) < _RUN_MIN for lit in run), key=len))
+        self.lone_lengths = [len(lit) for lit in self.lone]  # a literal longer than the payload is not looked for
+        self.runs = tuple((p, run) for p, run in runs if len(run) >= _RUN_MIN)
         # plan entries: (literal, offset of its pair, pair code, parity of the pass that looks it up)
         self.plan: list[tuple[bytes, int, int, int]] = []
         self.singles: list[bytes] = []
@@ -538,7 +540,7 @@ class AnchorScan:
         n = hi - lo
         if n < SCAN_ABOVE:
             lowered = data[lo:hi].lower()
-            for lit in self.lone:
+            for lit in self.lone[: bisect.bisect_right(self.lone_lengths, n)]:
                 i = lowered.find(lit)
                 if i < 0:
                     continue
@@ -628,6 +630,7 @@ class AnchorScan:
         return starts, self.entries[parity][np.repeat(self.first[parity][codes], count) + rank]
 
 
+_RUN_MIN = 5  # literals sharing a two-byte prefix searched behind it (fewer: the prefix is common, e.g. "pa")
 _SECOND_LOOK_ABOVE = 512  # candidates above which the second look costs less than the checks it saves
 _WINDOW_SLOTS = 1 << 16  # the second look's table (a hash of 8 bytes: a collision only lets more through)
 _ALL = (1 << 64) - 1
