@@ -62,6 +62,11 @@ class Rule:
         return re.compile("|".join(self.needles).encode(), re.IGNORECASE)
 
     @functools.cached_property
+    def anchor_set(self) -> frozenset[bytes]:
+        """``anchors`` as a set: whether any of them occurs is a few lookups."""
+        return frozenset(self.anchors)
+
+    @functools.cached_property
     def anchors(self) -> tuple[bytes, ...]:
         """Lower-case literals, one of which starts every prefilter hit (``()``: not anchorable).
 
@@ -755,6 +760,8 @@ class Redactor:
                     if found is None:
                         found = scan.positions(data)
                         shortlist = {}
+                    if found.keys().isdisjoint(rule.anchor_set):
+                        continue  # none of its anchors occurs (a few set lookups, not one per anchor)
                     hits = self._hits(rule, data, found, shortlist)
                 else:  # a needle regex without a literal prefix: search the lower-cased bytes
                     hits = [m.start() for m in rule.prefilter.finditer(data.lower())]
