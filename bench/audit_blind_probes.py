@@ -1,7 +1,8 @@
 """Claim-audit probes written blind: by engineers who never read bosun's code, checks or other probes.
 
     .venv/bin/python bench/audit_blind_probes.py            # the dev file (checks were generalised after reading it)
-    .venv/bin/python bench/audit_blind_probes.py --holdout  # also the held-out file
+    .venv/bin/python bench/audit_blind_probes.py --holdout  # also the former held-out file (a dev file since round 7)
+    .venv/bin/python bench/audit_blind_probes.py --holdout2 # also the unseen file (scored twice: before and after round 7)
 
 Each item is one claim against its evidence sentences (one sentence per chunk), scored with the shipped
 default config as an outside scorer does: a claim counts as accepted only when its verdict is ``supported``.
@@ -10,7 +11,12 @@ subtle change (role swap, antonym, negation, number/date, quantifier, add-on, un
 ``blind_probes_dev2.jsonl``: 28 paraphrases written the way answer-writers restate (numbers rounded or in
 other units, dates reworded, names shortened, sentences merged) and 12 changed claims; a dev file too.
 ``blind_probes_holdout.jsonl``: 8 paraphrases and 16 changed claims, scored before and after round 6, never
-tuned on (its list of missed claims was printed once, before round 6's checks were written).
+tuned on (its list of missed claims was printed once, before round 6's checks were written); read
+again in round 7, so from then on a dev file.
+``blind_probes_holdout2.jsonl``: 24 paraphrases and 24 changed claims (role swap, antonym, negation,
+number/date, quantifier, over-claim, entity), written blind in round 7 while the code was being changed
+and kept outside the repository until the round was over; scored twice (before and after), only in
+aggregate, never tuned on.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ def score(name: str) -> list[str]:
 def main() -> None:
     names = ["blind_probes_dev.jsonl", "blind_probes_dev2.jsonl"]
     names += ["blind_probes_holdout.jsonl"] if "--holdout" in sys.argv else []
+    names += ["blind_probes_holdout2.jsonl"] if "--holdout2" in sys.argv else []
     print("\n".join(line for n in names for line in score(n)))
 
 
