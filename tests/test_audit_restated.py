@@ -139,6 +139,15 @@ def test_the_same_side_in_the_evidence_confirms_a_direction_word() -> None:
                  "Firefox 120 reintroduced the compact density option that Firefox 89 removed.") == []
 
 
+def test_a_same_side_word_the_claim_also_has_confirms_nothing() -> None:
+    # "raised" is the claim's own other clause (the forecast), not the evidence's word for the shares
+    ev = "Shares of the retailer fell 3 percent on Thursday after the company raised its full-year forecast."
+    assert [m.kind for m in check("Shares of the retailer rose 3 percent on Thursday after the company raised its "
+                                  "full-year forecast.", ev)] == ["negation"]
+    assert check("Shares of the retailer dropped 3 percent on Thursday after the company raised its full-year "
+                 "forecast.", ev) == []
+
+
 def test_a_unit_written_as_its_symbol_is_covered() -> None:
     from bosun.core.audit.consistency import restated_units
 

@@ -639,6 +639,17 @@ def _neighbours(seq: list[str], i: int) -> set[str]:
     return set(seq[max(0, i - 2) : i] + seq[i + 1 : i + 3])
 
 
+def _same_side_nearby(c_seq: list[str], i: int, e_seq: list[str], term: str, c_all: set[str]) -> bool:
+    """The evidence states the claim's direction for the same thing: a word of the term's own side, not
+    itself a word of the claim, with a neighbour in common ("prices climbed" against "prices rose in March
+    after falling in February"). A same-side word the claim also has is the claim's own other clause
+    ("shares rose after the company raised its forecast" against "shares fell after the company raised its
+    forecast"): it confirms nothing, so it cannot excuse the opposite."""
+    side = _SIDE.get(term, frozenset())
+    near = _neighbours(c_seq, i)
+    return any(w in side and w not in c_all and near & _neighbours(e_seq, k) for k, w in enumerate(e_seq))
+
+
 def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
     c_sc, e_sc = _scopes(claim), _scopes(evidence)
     c_neg = {t for sc in c_sc for t in sc}
@@ -674,7 +685,8 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
                 return [Mismatch("negation", term, other, "the evidence states the opposite")]
         for j, other in enumerate(e_seq):
             if (other in _ANTI.get(term, ()) and other not in c_all and other not in earlier
-                    and not (_SIDE.get(term, frozenset()) & e_all) and _neighbours(c_seq, i) & _neighbours(e_seq, j)):
+                    and not _same_side_nearby(c_seq, i, e_seq, term, c_all)
+                    and _neighbours(c_seq, i) & _neighbours(e_seq, j)):
                 if _converse(claim, evidence, term, other):
                     continue
                 return [Mismatch("negation", term, other, "the evidence states the opposite")]
