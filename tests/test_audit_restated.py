@@ -165,3 +165,18 @@ def test_a_negated_event_whose_verb_and_object_the_evidence_asserts_together() -
     assert [m.kind for m in check("The expedition failed to reach the summit of K2 in the winter of 2021.", ev)] == [
         "negation"]
     assert check("The expedition reached the summit of K2 in the winter of 2021.", ev) == []
+
+
+def test_an_ordinal_is_a_number_of_its_noun() -> None:
+    ev = "Operating income rose 12 percent to $4.1 billion in the third quarter, the company said."
+    assert [m.kind for m in check("Operating income rose 12 percent to $4.1 billion in the fourth quarter.", ev)] == [
+        "number"]
+    assert [m.kind for m in check("The team finished the season in 2nd place.",
+                                  "The team finished the season in 3rd place after losing its last two games.")] == [
+        "number"]
+    assert check("Operating income rose 12 percent to $4.1 billion in the third quarter.", ev) == []
+    # a fraction is not an ordinal, and an ordinal the evidence does not count is not a mismatch
+    assert check("A third of the respondents said they would switch providers.",
+                 "About 33 percent of the respondents said they would switch providers.") == []
+    assert check("In the fourth quarter, operating income rose 12 percent to $4.1 billion.",
+                 "Operating income rose 12 percent to $4.1 billion in the quarter ending December.") == []

@@ -346,6 +346,36 @@ def _number_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
     return out
 
 
+# an ordinal before its noun: "the fourth quarter", "2nd place", "third-largest" (a fraction, "a third of", is not one)
+_ORDINAL_WORDS = {w: i + 1 for i, w in enumerate(["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
+                                                   "ninth", "tenth", "eleventh", "twelfth"])}
+_ORDINAL_RE = re.compile(r"\b(?:(" + "|".join(_ORDINAL_WORDS) + r")|(\d{1,3})(?:st|nd|rd|th))[\s-]+([a-z]{3,})\b", re.I)
+
+
+@lru_cache(maxsize=16_384)
+def _ordinals(text: str) -> dict[str, frozenset[int]]:
+    """The ordinals of the text by the stem of the noun they count ("third quarter" -> {"quarter": {3}})."""
+    out: dict[str, set[int]] = {}
+    for m in _ORDINAL_RE.finditer(text):
+        value = _ORDINAL_WORDS[m.group(1).lower()] if m.group(1) else int(m.group(2))
+        out.setdefault(stem(m.group(3).lower()), set()).add(value)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _ordinal_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
+    """"Revenue rose in the fourth quarter" against "... in the third quarter": an ordinal is a number of
+    its own noun. A mismatch only when the evidence counts the same noun with another ordinal and nothing
+    in the context has the claim's."""
+    e_ord, x_ord = _ordinals(evidence), _ordinals(context)
+    for noun, values in _ordinals(claim).items():
+        for value in values:
+            others = e_ord.get(noun, frozenset()) - values
+            if others and value not in x_ord.get(noun, frozenset()):
+                return [Mismatch("number", f"{value} ({noun})", f"{min(others)} ({noun})",
+                                 f"the evidence counts the {noun} as number {min(others)}, the claim as {value}")]
+    return []
+
+
 # -- dates ---------------------------------------------------------------------------------
 
 @lru_cache(maxsize=16_384)
@@ -1121,7 +1151,7 @@ def _checks(claim: str, evidence: str, context: str) -> tuple[Mismatch, ...]:
         return tuple(found)
     found += _role_checks(claim, evidence) or _agent_checks(claim, evidence)
     found += _negation_checks(claim, evidence)
-    found += _number_checks(claim, evidence, context)
+    found += _number_checks(claim, evidence, context) or _ordinal_checks(claim, evidence, context)
     found += _date_checks(claim, evidence, context)
     found += _quantifier_checks(claim, evidence)
     return tuple(found)
