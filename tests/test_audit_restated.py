@@ -180,3 +180,12 @@ def test_an_ordinal_is_a_number_of_its_noun() -> None:
                  "About 33 percent of the respondents said they would switch providers.") == []
     assert check("In the fourth quarter, operating income rose 12 percent to $4.1 billion.",
                  "Operating income rose 12 percent to $4.1 billion in the quarter ending December.") == []
+
+
+def test_common_nouns_that_trade_roles_are_a_role_swap() -> None:
+    ev = "The regulator fined the bank $2 million for failing to report suspicious transactions."
+    assert [m.kind for m in check("The bank fined the regulator $2 million for failing to report suspicious "
+                                  "transactions.", ev)] == ["role"]
+    assert check("The bank was fined $2 million by the regulator for failing to report suspicious transactions.",
+                 ev) == []
+    assert check("The regulator fined the bank $2 million for failing to report suspicious transactions.", ev) == []

@@ -1021,22 +1021,52 @@ def _name_spans(text: str) -> list[tuple[str, re.Match[str]]]:
             if m.group(0).strip(" .'-") in names or any(n in m.group(0) for n in names)]
 
 
+_NOUN_GAP = 2  # content words between two common nouns that make one relation ("bank fined regulator")
+
+
+@lru_cache(maxsize=16_384)
+def _noun_relations(text: str) -> list[tuple[frozenset[str], frozenset[str], frozenset[str], bool]]:
+    """(first word, second word, the one or two content words between them, passive?) within a clause, for
+    words that are not names or numbers: "the regulator fined the bank" -> (regulator, bank, {fine})."""
+    out = []
+    for clause in _ROLE_BREAK.split(text):
+        if not clause:
+            continue
+        spans = [(m.start(), m.end(), content_tokens(m.group(0))) for m in _WORD.finditer(clause)]
+        spans = [(s0, e0, toks[0]) for s0, e0, toks in spans if len(toks) == 1 and not toks[0][:1].isdigit()]
+        for i, (_s1, e1, a) in enumerate(spans):
+            for j in range(i + 2, min(len(spans), i + 2 + _NOUN_GAP)):
+                s2, b = spans[j][0], spans[j][2]
+                if a != b:
+                    between = frozenset(t for _, _, t in spans[i + 1 : j])
+                    out.append((frozenset([a]), frozenset([b]), between, bool(_PASSIVE.search(clause[e1:s2]))))
+    return out
+
+
 def _role_checks(claim: str, evidence: str) -> list[Mismatch]:
     """ "Instagram acquired Facebook" against "Facebook acquired Instagram": the same two names and
-    the same relation, the roles reversed (a passive "was acquired by" reverses them back)."""
-    ev = _relations(evidence)
+    the same relation, the roles reversed (a passive "was acquired by" reverses them back). Common nouns
+    too ("the bank fined the regulator" against "the regulator fined the bank"), when the relation between
+    them is the same word or two on both sides."""
+    return _reversed_roles(_relations(claim), _relations(evidence), "names") or _reversed_roles(
+        _noun_relations(claim), _noun_relations(evidence), "words", exact=True)
+
+
+def _reversed_roles(claim_rel: list[tuple[frozenset[str], frozenset[str], frozenset[str], bool]],
+                    ev: list[tuple[frozenset[str], frozenset[str], frozenset[str], bool]], what: str,
+                    exact: bool = False) -> list[Mismatch]:
     if not ev:
         return []
-    for a, b, words, passive in _relations(claim):
+    for a, b, words, passive in claim_rel:
         for ea, eb, e_words, e_passive in ev:
-            if not words & e_words:
+            if (words != e_words) if exact else not words & e_words:
                 continue
             same_order = a & ea and b & eb
             swapped = a & eb and b & ea
             if (swapped and passive == e_passive) or (same_order and passive != e_passive):
                 who = " ".join(sorted(a)), " ".join(sorted(b))
                 return [Mismatch("role", f"{who[0]} … {who[1]}", "reversed",
-                                 "the evidence gives the two names the opposite roles")]
+                                 f"the evidence gives the two {what} the opposite roles")]
     return []
 
 
