@@ -1032,8 +1032,8 @@ def _noun_relations(text: str) -> list[tuple[frozenset[str], frozenset[str], fro
     for clause in _ROLE_BREAK.split(text):
         if not clause:
             continue
-        spans = [(m.start(), m.end(), content_tokens(m.group(0))) for m in _WORD.finditer(clause)]
-        spans = [(s0, e0, toks[0]) for s0, e0, toks in spans if len(toks) == 1 and not toks[0][:1].isdigit()]
+        tokens = [(m.start(), m.end(), content_tokens(m.group(0))) for m in _WORD.finditer(clause)]
+        spans = [(s0, e0, toks[0]) for s0, e0, toks in tokens if len(toks) == 1 and not toks[0][:1].isdigit()]
         for i, (_s1, e1, a) in enumerate(spans):
             for j in range(i + 2, min(len(spans), i + 2 + _NOUN_GAP)):
                 s2, b = spans[j][0], spans[j][2]
