@@ -189,3 +189,12 @@ def test_common_nouns_that_trade_roles_are_a_role_swap() -> None:
     assert check("The bank was fined $2 million by the regulator for failing to report suspicious transactions.",
                  ev) == []
     assert check("The regulator fined the bank $2 million for failing to report suspicious transactions.", ev) == []
+
+
+def test_for_all_is_a_universal_unless_it_is_the_idiom() -> None:
+    from bosun.core.audit.consistency import overclaim
+
+    assert overclaim("The vaccine was approved for all adults.", "The vaccine was approved for adults over 65.") == "all"
+    assert overclaim("Anyone may vote in the election.", "Only registered members may vote in the election.") == "anyone"
+    assert overclaim("For all its faults, the bill passed the senate.", "The bill passed the senate despite its faults.") is None
+    assert overclaim("Anyone may vote in the election.", "Any resident may vote in the election.") is None

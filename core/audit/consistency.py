@@ -872,9 +872,10 @@ def _quantifier_checks(claim: str, evidence: str) -> list[Mismatch]:
 
 
 # "never" is the universal of the negative: "ls never lists dot files" against "by default ls does not list them"
-_UNIVERSAL = re.compile(r"\b(all|every|always|never|invariably|universally)\b", re.I)
+_UNIVERSAL = re.compile(r"\b(all|every|always|never|invariably|universally|everyone|everybody|anyone|anybody)\b", re.I)
 _NOT_UNIVERSAL = re.compile(
-    r"\b(?:at all|after all|above all|all but|all[- ]time|all of a sudden|for all|once and for all|every other|"
+    r"\b(?:at all|after all|above all|all but|all[- ]time|all of a sudden|for all (?:its|his|her|their|our|your|that|I)\b|"
+    r"once and for all|every other|"
     r"not all|not every|not always|almost all|nearly all|virtually all|all in all|all over)\b", re.I)
 _ANY_UNIVERSAL = re.compile(
     r"\b(?:all|every|each|always|invariably|universally|entire|entirely|whole|any|no|none|never|completely|"
