@@ -198,3 +198,19 @@ def test_for_all_is_a_universal_unless_it_is_the_idiom() -> None:
     assert overclaim("Anyone may vote in the election.", "Only registered members may vote in the election.") == "anyone"
     assert overclaim("For all its faults, the bill passed the senate.", "The bill passed the senate despite its faults.") is None
     assert overclaim("Anyone may vote in the election.", "Any resident may vote in the election.") is None
+
+
+def test_no_longer_negates_what_follows_it_and_agrees_with_an_ending() -> None:
+    ev = "The library supports Python 3.9 and later; Python 3.8 is no longer supported."
+    assert [m.kind for m in check("The library still supports Python 3.8.", ev)] == ["negation"]
+    assert check("Night shifts have ended for engineers at the plant.",
+                 "Engineers at the plant no longer work night shifts.") == []
+
+
+def test_granting_and_denying_passing_and_rejecting_are_opposite_outcomes() -> None:
+    assert [m.kind for m in check("The judge granted the motion to dismiss the case.",
+                                  "The judge denied the motion to dismiss the case.")] == ["negation"]
+    assert [m.kind for m in check("The senate rejected the bill 52-48.",
+                                  "The senate passed the bill 52-48, sending it to the president.")] == ["negation"]
+    assert check("The request for an extension until June was granted by the committee.",
+                 "The committee granted the request for an extension until June.") == []

@@ -459,7 +459,7 @@ def _date_checks(claim: str, evidence: str, context: str) -> list[Mismatch]:
 # -- negation and antonyms -----------------------------------------------------------------
 
 _NEG = re.compile(
-    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|without|lacks?|lacking|lacked|"
+    r"\b(?:not|no longer|no|never|none|nobody|nothing|neither|nor|cannot|without|lacks?|lacking|lacked|"
     r"fail(?:s|ed)? to|unable to|absence of|free of)\b|n't\b",
     re.IGNORECASE,
 )
@@ -499,6 +499,7 @@ _ANTONYMS = [
     ("hottest", "coldest"), ("nearest", "farthest"), ("closest", "farthest"), ("northern", "southern"),
     ("eastern", "western"), ("upstream", "downstream"), ("present", "absent"), ("wet", "dry"),
     ("overestimate", "underestimate"), ("online", "offline"), ("encrypted", "unencrypted"), ("enabled", "disabled"),
+    ("grant", "deny"), ("granted", "denied"), ("passed", "rejected"), ("approved", "denied"),
     ("enable", "disable"), ("deprecated", "recommended"), ("synchronous", "asynchronous"), ("mutable", "immutable"),
 ]
 _POLARITY = [
@@ -680,6 +681,17 @@ def _same_side_nearby(c_seq: list[str], i: int, e_seq: list[str], term: str, c_a
     return any(w in side and w not in c_all and near & _neighbours(e_seq, k) for k, w in enumerate(e_seq))
 
 
+_NO_LONGER = re.compile(r"\b(?:no longer|not any more|not anymore)\b", re.I)
+_CEASE = re.compile(r"\b(?:end(?:s|ed)?|stop(?:s|ped)?|ceas(?:e|es|ed)|drop(?:s|ped)?|discontinu\w*|halt(?:s|ed)?|quit|"
+                    r"abandon\w*|phas(?:e|es|ed) out|scrap(?:s|ped)?|retir(?:e|es|ed))\b", re.I)
+
+
+def _ceased(text: str, other: str) -> bool:
+    """``other`` says "no longer X" and ``text`` that X ended ("night shifts have ended" / "no longer work night
+    shifts"): the same fact, so the negated phrase is not asserted against it."""
+    return bool(_NO_LONGER.search(other) and _CEASE.search(text))
+
+
 def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
     c_sc, e_sc = _scopes(claim), _scopes(evidence)
     c_neg = {t for sc in c_sc for t in sc}
@@ -687,9 +699,9 @@ def _negation_checks(claim: str, evidence: str) -> list[Mismatch]:
     c_seq, e_seq = content_tokens(claim), content_tokens(evidence)
     c_all, e_all = set(c_seq), set(e_seq)
     short = len(c_seq) <= 12 and len(e_seq) <= 25
-    flipped = _flip(c_sc, e_all, e_neg, e_seq, short)
+    flipped = None if _ceased(evidence, claim) else _flip(c_sc, e_all, e_neg, e_seq, short)
     side = "claim"
-    if flipped is None:
+    if flipped is None and not _ceased(claim, evidence):
         flipped, side = _flip(e_sc, c_all, c_neg, c_seq, short), "evidence"
     if flipped:
         return [Mismatch("negation", _cue_snippet(claim), _cue_snippet(evidence),
