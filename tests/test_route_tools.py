@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -177,3 +178,55 @@ async def test_divergence_notice_comes_back_from_the_tool(tmp_path: Path) -> Non
         # self-calibrated (the default): the corpus's size is fitted, the model the weights came from is not
         assert "far from its calibration" in notice and "hash-bow-64" in notice and "1 documents" not in notice
         assert "self-calibrated on this corpus: threshold" in notice
+
+
+class GatedEmbedder(HashEmbedder):
+    """Lets ``free`` multi-text batches through, then holds each one until the test releases it."""
+
+    def __init__(self, free: int) -> None:
+        super().__init__(64)
+        self.gate = threading.Semaphore(free)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if len(texts) > 1:
+            self.gate.acquire()
+        return super().embed(texts)
+
+
+async def test_a_route_waiting_for_the_bodies_reports_progress_then_answers_on_the_full_index(tmp_path: Path) -> None:
+    corpus = tmp_path / "policies"
+    corpus.mkdir()
+    (corpus / "deploy.md").write_text(DEPLOY)
+    (corpus / "migrate.md").write_text(MIGRATE)
+    embedder = GatedEmbedder(free=6)  # the 133 background prompts in 5 batches, then the surfaces
+    engine = Engine(Config(home=tmp_path / "home", policies=[corpus]), embedder_factory=lambda _c: embedder)
+    seen: list[str | None] = []
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append(message)
+
+    try:
+        async with Client(create_server(engine)) as client:
+            engine.policies.complete_wait_s = 600  # only the full index may answer: the bodies come when released
+            for _ in range(3000):  # the first index, from surfaces only, is serving
+                if engine.policies.served is not None:
+                    break
+                await asyncio.sleep(0.01)
+            assert engine.policies.served is not None and not engine.policies.served.complete
+            call = asyncio.ensure_future(client.call_tool(
+                "route", {"prompt": "deploying the service to production"}, progress_callback=on_progress))
+            for _ in range(3000):
+                if seen or call.done():
+                    break
+                await asyncio.sleep(0.01)
+            assert seen and not call.done()  # waiting, and saying so
+            for _ in range(50):
+                embedder.gate.release()
+            res = await call
+            assert not res.is_error
+            out = res.structured_content or {}
+            assert not any(n.startswith("index building") for n in out.get("notices", []))
+            assert "route index" in (seen[0] or "")
+    finally:
+        for _ in range(50):
+            embedder.gate.release()

@@ -62,7 +62,8 @@ async def route(
     progress = Progress(ctx)
     if tools is not None:
         return await compass_of(engine).rank(prompt, tools, top_k, progress=progress)
-    if engine.policies.served is None:  # the first route waits for the index: say so to a client that listens
+    served = engine.policies.served
+    if served is None or not served.complete:  # the first routes wait for the index: say so to a client that listens
         out = await _waiting(routed(engine.policies, prompt, top_k, arrived, "mcp"), engine.policies, progress)
     else:
         out = await routed(engine.policies, prompt, top_k, arrived, "mcp")
