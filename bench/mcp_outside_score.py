@@ -5,9 +5,9 @@ defaults, a fresh ``BOSUN_HOME``, aggregate numbers only (no per-item output, so
     python bench/mcp_outside_score.py audit bench/labels/blind_probes_holdout2.jsonl
 
 ``route DIR``: ``DIR/policies`` is served with ``--policies``; each line of ``DIR/prompts.jsonl``
-(``{"prompt", "expected": [names]}``) is one ``route`` call. recall@2 is the share of expected documents
-among the first two hits (capped at 2), top-1 whether the first hit is expected, a false alarm any hit on
-a prompt with ``expected: []``. It also counts answers that came while the index was still building.
+(``{"prompt", "expected": [names]}``) is one ``route`` call, scored with the metrics of ``bosun eval route
+score`` (``core/routing/metrics.compute``: recall@2 over all expected names, top-1, false alarms on prompts
+with ``expected: []``). It also counts answers that came while the index was still building.
 
 ``audit FILE``: each probe (``{"kind", "evidence": [...], "claim", "label"}``) is one ``audit`` call,
 the claim as the response and one chunk per evidence passage; a claim counts as accepted only when every
@@ -30,6 +30,8 @@ from typing import Any
 import anyio
 from mcp import Client, StdioServerParameters
 
+from bosun.core.routing.metrics import compute, parse_labelled
+
 
 def _server(extra: list[str]) -> StdioServerParameters:
     env = dict(os.environ, BOSUN_HOME=tempfile.mkdtemp(prefix="bosun-outside-"))
@@ -45,24 +47,17 @@ def _data(res: Any) -> dict[str, Any]:
 
 
 async def score_route(corpus: Path) -> str:
-    rows = [json.loads(x) for x in (corpus / "prompts.jsonl").read_text().splitlines() if x.strip()]
-    hit2 = top1 = 0.0
-    positives = negatives = false_alarms = building = 0
+    rows = parse_labelled((corpus / "prompts.jsonl").read_text(encoding="utf-8").splitlines())
+    routed: list[list[str]] = []
+    building = 0
     async with Client(_server(["--policies", str(corpus / "policies")])) as client:
         for row in rows:
-            data = _data(await client.call_tool("route", {"prompt": row["prompt"]}))
-            names = [h["name"] for h in data.get("hits", [])]
+            data = _data(await client.call_tool("route", {"prompt": row.prompt}))
+            routed.append([h["name"] for h in data.get("hits", [])])
             building += any(n.startswith("index building") for n in data.get("notices", []))
-            expected = row["expected"]
-            if not expected:
-                negatives += 1
-                false_alarms += bool(names)
-                continue
-            positives += 1
-            hit2 += len(set(names[:2]) & set(expected)) / min(len(expected), 2)
-            top1 += bool(names) and names[0] in expected
-    return (f"{corpus.name} over MCP: recall@2 {hit2 / max(positives, 1):.3f}, top-1 {top1 / max(positives, 1):.3f}, "
-            f"false alarms {false_alarms}/{negatives}; answered while the index was building: {building}")
+    m = compute(rows, routed)
+    return (f"{corpus.name} over MCP: recall@2 {m['recall_at_2']:.3f}, top-1 {m['top1']:.3f}, false alarms "
+            f"{int(m['false_alarms'])}/{int(m['negatives'])}; answered while the index was building: {building}")
 
 
 async def score_audit(path: Path) -> str:

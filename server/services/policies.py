@@ -468,7 +468,7 @@ class PolicyService:
         ``complete_wait_s`` after the surfaces went live (one bounded wait for a burst of calls, not one each).
 
         Why: answers from surfaces alone are less accurate (on a blind 16-policy corpus, a fresh home's
-        first 60 prompts scored recall@2 0.708 with 9 answered while building vs 0.725 warm), and a small
+        first 60 prompts scored recall@2 0.696 with 10 answered while building vs 0.725 warm), and a small
         corpus's bodies embed within a second or two; a large one still answers from surfaces, with the
         "index building" notice, once the wait is over.
         """
