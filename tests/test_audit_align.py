@@ -21,7 +21,6 @@ from bosun.core.audit.align import (
     seed_pooled,
     sentence_recall_many,
     soft_recall,
-    soft_recall_many,
 )
 from bosun.core.audit.audit import ALIGNED_MODEL, audit, load_model
 from bosun.core.audit.config import AuditConfig
@@ -142,11 +141,11 @@ def test_one_product_for_all_claims_equals_one_claim_at_a_time(encoder: TokenEnc
     sents = dict(enumerate(encoder.encode(["The tower opened for the fair.", "", "Museum tickets cost ten euros.",
                                            "Paris is in France."])))
     cands = [[0, 1, 3], [2, 0], [3]]
-    many = soft_recall_many(claims, cands, sents)
+    many = [best_of(p) for p in sentence_recall_many(claims, cands, sents)]
     for claim, cs, got in zip(claims, cands, many, strict=True):
         want = soft_recall(claim, [sents[s] for s in cs])
         assert got.keys() == want.keys() and all(abs(got[k] - want[k]) < 1e-4 for k in want)
-    assert soft_recall_many(claims[:1], [[1]], sents) == [dict.fromkeys(claims[0].tokens, 0.0)]
+    assert [best_of(p) for p in sentence_recall_many(claims[:1], [[1]], sents)] == [dict.fromkeys(claims[0].tokens, 0.0)]
     per = sentence_recall_many(claims, cands, sents)
     again = sentence_recall_many(claims, cands, sents)  # the same texts again: kept by their digests
     assert all(a is b for a, b in zip(again, per, strict=True))

@@ -231,12 +231,6 @@ _recalls: OrderedDict[tuple[str, ...], dict[str, np.ndarray]] = OrderedDict()
 _recalls_lock = threading.Lock()
 
 
-def soft_recall_many(claims: Sequence[WordStates], candidates: Sequence[Sequence[int]],
-                     sentences: dict[int, WordStates]) -> list[dict[str, float]]:
-    """``soft_recall`` of every claim of a call against its own candidates (see ``sentence_recall_many``)."""
-    return [best_of(per) for per in sentence_recall_many(claims, candidates, sentences)]
-
-
 def sentence_recall_many(claims: Sequence[WordStates], candidates: Sequence[Sequence[int]],
                          sentences: dict[int, WordStates]) -> list[dict[str, np.ndarray]]:
     """``sentence_recall`` of every claim of a call against its own candidates (the candidates that have word

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from bosun.core.audit.align import WordStates, best_of, sentence_recall_many
+from bosun.core.audit.align import WordStates, sentence_recall_many
 from bosun.core.audit.claims import ExtractedClaim, extract_claims
 from bosun.core.audit.config import AuditConfig
 from bosun.core.audit.index import SentenceIndex, build_index
@@ -291,12 +291,10 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
     cand_vecs: dict[int, np.ndarray] | None = None
     if semantic and vectors is not None:
         cand_vecs = dict(zip(plan.candidate_sentences(), vectors[n_claims:], strict=True))
-    best: list[dict[str, float]] | None = None
     per: list[dict[str, np.ndarray]] | None = None
     if aligned and words is not None:
         per = sentence_recall_many(list(words[:n_claims]), plan.candidates,
                                    dict(zip(plan.candidate_sentences(), words[n_claims:], strict=True)))
-        best = [best_of(p) for p in per]
     fresh = [assess_freshness(c.metadata, cfg.max_source_age_days, as_of, cfg.source_date_metadata_key)
              for c in plan.admitted]
 
@@ -306,8 +304,8 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
             claims_out.append(_unsupported_claim(claim, 0.0, "no admitted source to check it against"))
             continue
         m = match_claim(claim.clean, plan.index, contents, claim_vecs[k] if claim_vecs is not None else None,
-                        cand_vecs, plan.terms[k], plan.candidates[k], best[k] if best is not None else None,
-                        per[k] if per is not None else None)
+                        cand_vecs, plan.terms[k], plan.candidates[k],
+                        per_sentence=per[k] if per is not None else None)
         conf = model.prob(m.features)
         claims_out.append(_claim_record(claim, m, conf, plan, fresh, cfg))
     report = _report(plan, claims_out, fresh, as_of)

@@ -191,8 +191,7 @@ def _quantities(text: str) -> tuple[Quantity, ...]:
             continue  # "quarter" alone ("the third quarter", "the fifth planet") is no fraction
         if any(a <= m.start() < b for a, b in taken) or _not_a_share(text, m):
             continue
-        n = 1.0 if count in ("", "a", "an", "one") else _WORDNUM[count]
-        value = n * _FRACTION[frac]
+        value = _fraction_value(m)
         if m.group(4):  # "a quarter of a percentage point": an amount of points
             dim, unit, amount = "ratio", "pp", value
         elif m.group(5):  # "a fifth of the respondents", "half of India's workers": a share
@@ -218,6 +217,12 @@ _HALF_POSITION = re.compile(r"\b(?:first|second|latter|former|last|early|late|ot
                             r"lower|northern|southern|eastern|western|opening|closing)\s*$", re.I)
 _PERIOD = re.compile(r"\s*(?:the\s+|this\s+|that\s+|its\s+|their\s+)?(?:\d{4}\s+)?(?:year|century|decade|season|month|"
                      r"week|day|game|match|term|period|race|quarter|half|time|way|distance)s?\b", re.I)
+
+
+def _fraction_value(m: re.Match[str]) -> float:
+    """The value of a ``_FRACTION_RE`` match: "a quarter" 0.25, "two thirds" 0.667."""
+    count = (m.group(1) or "a").lower()
+    return (1.0 if count in ("a", "an", "one") else _WORDNUM[count]) * _FRACTION[m.group(2).lower()]
 
 
 def _not_a_share(text: str, m: re.Match[str]) -> bool:
@@ -531,19 +536,15 @@ for _a, _b in _ANTONYMS:
 _CHANGE: set[str] = set()
 for _up, _down in _POLARITY[:1]:
     _CHANGE |= {stem(w) for w in (_up + " " + _down).split()}
-for _up, _down in _POLARITY:
-    _ups, _downs = {stem(w) for w in _up.split()}, {stem(w) for w in _down.split()}
-    for _w in _ups:
-        _ANTI.setdefault(_w, set()).update(_downs)
-    for _w in _downs:
-        _ANTI.setdefault(_w, set()).update(_ups)
-# the words on the same side of a polarity pair: "prices climbed" against "prices rose in March after falling
-# in February" is confirmed by "rose"; the opposite word there is about another moment
+# _SIDE: the words on the same side of a polarity pair: "prices climbed" against "prices rose in March after
+# falling in February" is confirmed by "rose"; the opposite word there is about another moment
 _SIDE: dict[str, frozenset[str]] = {}
 for _up, _down in _POLARITY:
-    for _side in (frozenset(stem(w) for w in _up.split()), frozenset(stem(w) for w in _down.split())):
-        for _w in _side:
-            _SIDE[_w] = _SIDE.get(_w, frozenset()) | _side
+    _ups, _downs = frozenset(stem(w) for w in _up.split()), frozenset(stem(w) for w in _down.split())
+    for _this, _that in ((_ups, _downs), (_downs, _ups)):
+        for _w in _this:
+            _ANTI.setdefault(_w, set()).update(_that)
+            _SIDE[_w] = _SIDE.get(_w, frozenset()) | _this
 
 
 _CLAUSE_END = re.compile(r"[,;:?!.()]|\b(?:but|although|though|whereas|while|however)\b", re.I)
@@ -852,8 +853,7 @@ def _share_mismatch(claim: str, evidence: str) -> Mismatch | None:
     shares = [(float(m.group(1)), m.end(), m.group(0)) for m in _PERCENT_OF.finditer(low)]
     for m in _FRACTION_RE.finditer(low):  # "about a fifth of the respondents": a share in words
         if m.group(5) and (m.group(1) or m.group(2) == "half"):
-            n = 1.0 if (m.group(1) or "a") in ("a", "an", "one") else _WORDNUM[m.group(1)]
-            shares.append((100 * n * _FRACTION[m.group(2)], m.end(2), m.group(0)))
+            shares.append((100 * _fraction_value(m), m.end(2), m.group(0)))
     for value, end, raw in shares:
         head = frozenset(content_tokens(low[end : end + 40])[:2])
         for level, word, nxt in c_q:

@@ -33,7 +33,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from bosun.core.audit.align import aligned_coverage, budget_coverages
+from bosun.core.audit.align import aligned_coverage, best_of, budget_coverages
 from bosun.core.audit.claims import content_tokens
 from bosun.core.audit.consistency import Mismatch, agreeing_numbers, check, overclaim, restated_units
 from bosun.core.audit.index import SentenceIndex
@@ -201,7 +201,10 @@ def match_claim(
     aligned: dict[str, float] | None = None, per_sentence: dict[str, np.ndarray] | None = None,
 ) -> ClaimMatch:
     """Find the claim's best evidence and compute its features (``cand_vecs``: sentence id -> vector;
-    ``aligned``: each claim token's best cosine against the candidates' word states, see align.py)."""
+    ``per_sentence``: each claim token's best cosine against each candidate's word states, see align.py;
+    ``aligned``: the best of those over all the candidates, derived from ``per_sentence`` when not given)."""
+    if aligned is None and per_sentence is not None:
+        aligned = best_of(per_sentence)
     terms = terms or claim_terms(claim_text, index)
     cands = cands if cands is not None else candidates(terms, index)
     w, total = terms.weights, terms.total
@@ -243,11 +246,11 @@ def match_claim(
     specific = _specific_tokens(claim_text).intersection(terms.tokens)
     if any(t not in covered_set for t in specific):  # a unit written as its symbol: "Celsius" for "°C"
         covered_set |= restated_units(claim_text, " ".join(index.sentences[s].text for s in cands))
-    clause_cov: list[tuple[float, str, tuple[str, ...]]] = []
+    clause_cov: list[tuple[float, str]] = []
     weight_of = dict(zip(terms.tokens, w.tolist(), strict=True))
     for text, cl in clauses(claim_text):
         tw = sum(weight_of.get(t, 0.0) for t in cl) or 1.0
-        clause_cov.append((sum(weight_of.get(t, 0.0) for t in cl if t in covered_set) / tw, text, cl))
+        clause_cov.append((sum(weight_of.get(t, 0.0) for t in cl if t in covered_set) / tw, text))
     weakest = min(clause_cov) if len(clause_cov) > 1 else None
     evidence = [cands[i] for i in evidence_i]
     ev_tokens = [t for sid in evidence for t in index.sentences[sid].tokens]
@@ -275,7 +278,6 @@ def match_claim(
     features["align"], features["align_min"] = alignment(claim_text, index, aligned)
     features.update(alignment_extras(claim_text, index, aligned))
     features.update(budget_alignment(index, per_sentence))
-    features["clause_soft"] = _clause_soft(weakest[2] if weakest is not None else (), index, aligned)
     return ClaimMatch(features, evidence, cands[best_i], float(cov[best_i]), mismatches, cands,
                       weakest[1] if weakest is not None else None, universal)
 
@@ -304,13 +306,6 @@ def alignment(claim: str, index: SentenceIndex, best: dict[str, float] | None) -
         return 0.0, 0.0
     weights = {t: index.idf(t) for t in best}
     return aligned_coverage(best, weights, [toks for _, toks in clauses(claim)])
-
-
-def _clause_soft(toks: tuple[str, ...], index: SentenceIndex, best: dict[str, float] | None) -> float:
-    """IDF-weighted mean best token cosine of one clause's words (0 without word states)."""
-    pairs = [(index.idf(t), best[t]) for t in toks if best and t in best]
-    total = sum(w for w, _ in pairs)
-    return sum(w * b for w, b in pairs) / total if total > 0 else 0.0
 
 
 BUDGETS = (1, 2, 3)  # sentences the budgeted alignment may use (align_b1 .. align_b3)
@@ -355,7 +350,7 @@ def _empty_features(n_tok: int, n_sentences: int) -> dict[str, float]:
     return {"cov1": 0.0, "cov2": 0.0, "cov3": 0.0, "miss_frac": 1.0 if n_tok else 0.0, "miss_max": 1.0 if n_tok else 0.0,
             "clause_min": 0.0, "bigram": 0.0, "num_missing": 0.0, "mismatch": 0.0, "n_clauses": 0.0, "overclaim": 0.0,
             "specific_cov": 0.0, "log_sentences": math.log1p(n_sentences), "sem_max": 0.0, "sem_best": 0.0, "sem_union": 0.0,
-            "align": 0.0, "align_min": 0.0, "align_b1": 0.0, "align_b2": 0.0, "align_b3": 0.0, "clause_soft": 0.0,
+            "align": 0.0, "align_min": 0.0, "align_b1": 0.0, "align_b2": 0.0, "align_b3": 0.0,
             "align_q25": 0.0, "align_low": 0.0, "align_specific": 0.0,
             "align_worst": 0.0, "align_gaps": 0.0}
 
