@@ -2,7 +2,8 @@
 
     .venv/bin/python bench/audit_blind_probes.py            # the dev file (checks were generalised after reading it)
     .venv/bin/python bench/audit_blind_probes.py --holdout  # also the former held-out file (a dev file since round 7)
-    .venv/bin/python bench/audit_blind_probes.py --holdout2 # also the unseen file (scored twice: before and after round 7)
+    .venv/bin/python bench/audit_blind_probes.py --holdout2 # also the unseen file of round 7
+    .venv/bin/python bench/audit_blind_probes.py --holdout3 # also the unseen file of round 9
 
 Each item is one claim against its evidence sentences (one sentence per chunk), scored with the shipped
 default config as an outside scorer does: a claim counts as accepted only when its verdict is ``supported``.
@@ -15,8 +16,13 @@ tuned on (its list of missed claims was printed once, before round 6's checks we
 again in round 7, so from then on a dev file.
 ``blind_probes_holdout2.jsonl``: 24 paraphrases and 24 changed claims (role swap, antonym, negation,
 number/date, quantifier, over-claim, entity), written blind in round 7 while the code was being changed
-and kept outside the repository until the round was over; scored twice (before and after), only in
-aggregate, never tuned on.
+and kept outside the repository until the round was over; scored five times in all (rounds 7 and 8), only
+in aggregate, never tuned on.
+``blind_probes_holdout3.jsonl``: 24 paraphrases and 24 changed claims (role swap, antonym, negation,
+number/date, quantifier, over-claim, entity), written blind in round 9 by a writer who saw no code and no
+other probe, kept outside the repository and scored in aggregate only: once in-process (the shipped default,
+beside a rejected contradiction-model veto, bench/audit_nli_candidate.py) and once over MCP
+(bench/mcp_outside_score.py); nothing was changed after either reading.
 """
 
 from __future__ import annotations
@@ -55,6 +61,7 @@ def main() -> None:
     names = ["blind_probes_dev.jsonl", "blind_probes_dev2.jsonl"]
     names += ["blind_probes_holdout.jsonl"] if "--holdout" in sys.argv else []
     names += ["blind_probes_holdout2.jsonl"] if "--holdout2" in sys.argv else []
+    names += ["blind_probes_holdout3.jsonl"] if "--holdout3" in sys.argv else []
     print("\n".join(line for n in names for line in score(n)))
 
 
