@@ -31,6 +31,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import expertqa, holdout, strict_label, wice
+from audit_eval import metrics
 from audit_eval_common import default_embedder, default_words
 
 from bosun.core.audit.audit import audit
@@ -87,8 +88,7 @@ def _vetoed(j: dict[str, Any], bar: float, gate: float) -> bool:
 
 
 def _bacc(y: list[int], pred: list[bool]) -> float:
-    ya, pa = np.array(y), np.array(pred)
-    return float(0.5 * ((pa[ya == 1]).mean() + (~pa[ya == 0]).mean()))
+    return metrics(np.array(y), np.array(pred, dtype=int))["bal_acc"]
 
 
 def natural(model: Candidate, embed: Any, words: Any) -> list[str]:
