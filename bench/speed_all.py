@@ -7,10 +7,12 @@ Rows measured here (fresh processes, raw JSON-RPC over pipes, so the client adds
 * start-up: process start -> ``initialize`` answered and -> ``tools/list`` answered (the first answer the
   server has to compute: the SDK loaded, the tools built) for ``bosun stdio --standalone``, beside a bare
   ``python -c pass`` and a no-op ``MCPServer`` (one tool, the SDK's own stdio) started the same way;
-  and ``initialize`` -> model ready (the engine's "model ... ready" log line on stderr). bosun answers
-  ``initialize`` from its first lines with the SDK's own answer recorded by an earlier start in the same
-  home (server/transport/early_init.py): the row "nothing recorded yet" is a first start, where the SDK
-  answers after its import, as every start did before.
+  then -> the first ``tools/call`` answered (a recall of a ref that does not exist: no model) and -> the
+  first ``route`` answered (the model and the policy index), each sent when the previous answer came; and
+  ``initialize`` -> model ready (the engine's "model ... ready" log line on stderr). bosun answers
+  ``initialize``, ``tools/list`` and ``prompts/list`` from its first lines with the SDK's own answers
+  recorded by an earlier start in the same home (server/transport/early_init.py): the row "nothing
+  recorded yet" is a first start, where the SDK answers after its import, as every start did before.
 * ``bosun stdio`` attaching to a running daemon: process start -> ``initialize`` answered.
 * the Claude Code hooks (fresh process, warm daemon): the UserPromptSubmit hook in the form the settings
   run (``bosun hook settings``: ``python -S -P .../_hook_script.py claude-code``), the console script
@@ -51,6 +53,12 @@ INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "par
 TOOLS_LIST = (json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}) + "\n"
               + json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
 EARLY_CACHE = "initialize-cache.json"  # server/transport/early_init.py CACHE_FILE
+# the first calls a host makes once it has the tools: one no tool needs the model for (a recall of a ref that
+# does not exist: the SDK, the engine and the store answer it), then a route (the model and the policy index)
+FIRST_CALL = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                         "params": {"name": "recall", "arguments": {"ref": "ref://sha256/" + "0" * 64}}})
+FIRST_ROUTE = json.dumps({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+                          "params": {"name": "route", "arguments": {"prompt": "how do I rotate the database password?"}}})
 
 
 LEAN_HOOK = str(ROOT / "server" / "commands" / "_hook_script.py")
@@ -121,6 +129,10 @@ class Started:
         until the tool list arrived."""
         return self._ask(TOOLS_LIST, 2, timeout)
 
+    def call(self, line: str, answer_id: int, timeout: float = 120.0) -> float:
+        """A ``tools/call``; seconds since the start until its answer (a result, perhaps ``isError``) arrived."""
+        return self._ask(line, answer_id, timeout)
+
     def _ask(self, lines: str, answer_id: int, timeout: float) -> float:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(lines.encode() + b"\n")
@@ -164,9 +176,10 @@ def provision(home: Path) -> None:
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _bosun_start(env: dict[str, str], prefetch: str, fresh_home: Path | None = None) -> tuple[float, float, float | None]:
-    """(start -> initialize, start -> tools/list, initialize -> model ready or None) of one standalone start.
-    ``fresh_home``: its recorded initialize answers are set aside for this start (a first start), then put back."""
+def _bosun_start(env: dict[str, str], prefetch: str, fresh_home: Path | None = None) -> dict[str, float | None]:
+    """Seconds of one standalone start: start -> initialize, -> tools/list, -> the first recall and route answered
+    (sent one after the other, as soon as the previous answer came), and initialize -> model ready (or None).
+    ``fresh_home``: its recorded handshake answers are set aside for this start (a first start), then put back."""
     saved = None
     cache = fresh_home / EARLY_CACHE if fresh_home is not None else None
     if cache is not None and cache.exists():
@@ -175,15 +188,17 @@ def _bosun_start(env: dict[str, str], prefetch: str, fresh_home: Path | None = N
     try:
         s = Started([BOSUN, "-v", "stdio", "--standalone"], {**env, "BOSUN_MODEL_PREFETCH": prefetch},
                     ready_marker="ready in")
-        t_init = s.initialize()
-        t_list = s.list_tools()
+        out: dict[str, float | None] = {"init": s.initialize()}
+        out["list"] = s.list_tools()
+        out["call"] = s.call(FIRST_CALL, 3)
+        out["route"] = s.call(FIRST_ROUTE, 4)
         s.ready_event.wait(120)
-        ready = s.ready - t_init if s.ready is not None else None
+        out["ready"] = s.ready - float(out["init"] or 0) if s.ready is not None else None
         s.close()
     finally:
         if cache is not None and saved is not None:
             cache.write_bytes(saved)
-    return t_init, t_list, ready
+    return out
 
 
 def startup_rows(root: Path, starts: int) -> list[str]:
@@ -193,7 +208,8 @@ def startup_rows(root: Path, starts: int) -> list[str]:
     interp: list[float] = []
     noop: dict[str, list[float]] = {"init": [], "list": []}
     variants = {"off": ("off", None), "first": ("off", home), "on": ("on", None)}
-    runs: dict[str, dict[str, list[float]]] = {v: {"init": [], "list": [], "ready": []} for v in variants}
+    runs: dict[str, dict[str, list[float]]] = {v: {"init": [], "list": [], "call": [], "route": [], "ready": []}
+                                               for v in variants}
     for i in range(starts + 1):  # interleaved: the same load hits every row; round 0 warms the caches (and records)
         t_interp = timed_run([PY, "-c", "pass"], env)[0]
         s = Started([PY, str(HERE), "noop-stdio"], env)
@@ -205,12 +221,11 @@ def startup_rows(root: Path, starts: int) -> list[str]:
             noop["init"].append(t_noop)
             noop["list"].append(t_noop_list)
         for name, (prefetch, fresh) in variants.items():
-            t_init, t_list, ready = _bosun_start(env, prefetch, fresh)
+            start = _bosun_start(env, prefetch, fresh)
             if i:
-                runs[name]["init"].append(t_init)
-                runs[name]["list"].append(t_list)
-                if ready is not None:
-                    runs[name]["ready"].append(ready)
+                for measure, value in start.items():
+                    if value is not None:
+                        runs[name][measure].append(value)
     base_init, base_list = p50(noop["init"]), p50(noop["list"])
     rows = [
         f"| `python -c pass` (the interpreter alone) | {p50(interp) * 1000:.0f} ms | |",
@@ -228,6 +243,11 @@ def startup_rows(root: Path, starts: int) -> list[str]:
         rows.append(f"| `bosun stdio --standalone`{label}: start -> `tools/list` answered | "
                     f"{p50(run['list']) * 1000:.0f} ms (max {max(run['list']) * 1000:.0f}) | "
                     f"{p50(run['list']) / base_list:.2f}x the no-op's `tools/list` |")
+        rows.append(f"| `bosun stdio --standalone`{label}: start -> first `tools/call` answered (a recall: no model) | "
+                    f"{p50(run['call']) * 1000:.0f} ms (max {max(run['call']) * 1000:.0f}) | "
+                    f"{p50(run['call']) / base_list:.2f}x the no-op's `tools/list` |")
+        rows.append(f"| `bosun stdio --standalone`{label}: start -> first `route` answered (model and policy index) | "
+                    f"{p50(run['route']) * 1000:.0f} ms (max {max(run['route']) * 1000:.0f}) | |")
         if run["ready"]:
             total = p50([a + b for a, b in zip(run["init"], run["ready"], strict=False)])
             rows.append(f"| `initialize` -> model ready{label} | {p50(run['ready']) * 1000:.0f} ms "

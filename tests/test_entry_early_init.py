@@ -1,9 +1,9 @@
-"""``bosun stdio --standalone`` answers ``initialize`` early with the SDK's own recorded answer (issue 15).
+"""``bosun stdio --standalone`` answers the handshake early with the SDK's own recorded answers (issue 15).
 
 The process tests run the real command twice per protocol version: the first run records what the SDK
-wrote, the second answers from the first lines of the process. The two answers must be the same bytes,
-the SDK's own answer in the second run must have been compared and dropped (one answer per id), and
-the rest of the session must answer as in the first run.
+wrote (``initialize``, ``prompts/list``, ``tools/list``), the second answers from the first lines of the
+process. The answers must be the same bytes, the SDK's own answers in the second run must have been
+compared and dropped (one answer per id), and the rest of the session must answer as in the first run.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from bosun.server.transport import early_init
 from tests.helpers_proc import env_for
 
-CHECKED = "answered early with the SDK's recorded answer (identical, checked)"
+CHECKED = "initialize was answered early with the SDK's recorded answer (identical, checked)"
+CHECKED_LISTS = tuple(f"{m} was answered early with the SDK's recorded answer (identical, checked)"
+                      for m in ("prompts/list", "tools/list"))
 VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS, "1999-01-01")  # the last two: not negotiable
 
 
@@ -39,14 +41,16 @@ def _start(home: Path, version: str, request_id: Any) -> subprocess.Popen[bytes]
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdin is not None
     lines = [_initialize(version, request_id), {"jsonrpc": "2.0", "method": "notifications/initialized"},
-             {"jsonrpc": "2.0", "id": "list", "method": "tools/list"}]
+             {"jsonrpc": "2.0", "id": "prompts", "method": "prompts/list"},
+             {"jsonrpc": "2.0", "id": "list", "method": "tools/list"},
+             {"jsonrpc": "2.0", "id": "call", "method": "tools/call", "params": {"name": "stats", "arguments": {}}}]
     proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in lines))
     proc.stdin.flush()
     return proc
 
 
 def _finish(proc: subprocess.Popen[bytes]) -> tuple[list[bytes], str]:
-    """Stdout lines up to the tools/list answer (then stdin closes: the server exits), and stderr."""
+    """Stdout lines up to the tools/call answer (then stdin closes: the server exits), and stderr."""
     assert proc.stdout is not None and proc.stdin is not None
     out: list[bytes] = []
     deadline = time.monotonic() + 120
@@ -55,7 +59,7 @@ def _finish(proc: subprocess.Popen[bytes]) -> tuple[list[bytes], str]:
         if not line:
             break
         out.append(line)
-        if json.loads(line).get("id") == "list":
+        if json.loads(line).get("id") == "call":
             break
     rest, err = proc.communicate(timeout=60)
     return out + rest.splitlines(keepends=True), err.decode(errors="replace")
@@ -83,11 +87,15 @@ def test_the_early_answer_is_the_sdks_own_byte_for_byte_for_every_protocol_versi
         assert len(one[request_id]) == 1 and len(two[request_id]) == 1, (version, first, second)  # never twice
         assert two[request_id] == one[request_id], version  # the SDK's bytes, written early
         assert CHECKED not in first_err and CHECKED in second_err, (version, second_err[-2000:])
-        assert two["list"] == one["list"]  # the session after it answers as before
+        for list_id, checked in zip(("prompts", "list"), CHECKED_LISTS, strict=True):  # the lists: early too
+            assert len(one[list_id]) == 1 and two[list_id] == one[list_id], (version, list_id)
+            assert checked not in first_err and checked in second_err, (version, second_err[-2000:])
+        assert len(two["call"]) == 1 and json.loads(two["call"][0]).keys() == json.loads(one["call"][0]).keys()
         result = json.loads(two[request_id][0])["result"]
         negotiated = version if version in HANDSHAKE_PROTOCOL_VERSIONS else LATEST_HANDSHAKE_VERSION
         assert result["protocolVersion"] == negotiated and result["serverInfo"]["name"] == "bosun"
         assert second[0] == two[request_id][0]  # and it came first
+        assert second[1:3] == [two["prompts"][0], two["list"][0]]  # in order, before the SDK's own answers
 
 
 # -- the early reader alone, over pipes -------------------------------------------------------------
@@ -100,7 +108,8 @@ def _reader(home: Path, cache: dict[str, Any] | None, first: bytes, key: str = "
     out_r, out_w = os.pipe()
     os.write(in_w, first)
     reader = early_init.EarlyInit(str(home), key, stdin_fd=in_r, stdout_fd=out_w)
-    reader.handed.wait(10)
+    if first:
+        reader.first_done.wait(10)  # its first line looked at (and perhaps answered)
     os.close(out_w)
     os.set_blocking(out_r, False)
     return reader, out_r, in_w
@@ -261,3 +270,95 @@ def test_the_sdks_duplicate_is_kept_back_at_the_line_level_and_everything_else_p
         writer.write(piece)
     os.close(wire_w)
     assert os.read(wire_r, 65536) == b'{"jsonrpc":"2.0","id":4,"result":{}}\n'
+
+
+# -- the handshake's list requests ------------------------------------------------------------------
+INIT_LINE = json.dumps(_initialize("2025-11-25", 3)).encode() + b"\n"
+INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+TOOLS = b'{"jsonrpc":"2.0","id":"t","method":"tools/list"}\n'
+TOOLS_SUFFIX = ',"result":{"tools":[]}}'
+
+
+def _tools_key() -> str:
+    init_params = json.dumps(_initialize("2025-11-25", 3)["params"], sort_keys=True, separators=(",", ":"))
+    return f"tools/list {{}} {init_params}"
+
+
+def _with_lists(lists: dict[str, str]) -> dict[str, Any]:
+    return {**CACHE, "lists": lists}
+
+
+def _settled(reader: early_init.EarlyInit, out: int, wait_for: bytes) -> bytes:
+    deadline = time.monotonic() + 10
+    seen = b""
+    while wait_for not in seen and time.monotonic() < deadline:
+        seen += _written(out)
+        time.sleep(0.01)
+    return seen
+
+
+def test_a_recorded_tool_list_is_answered_early_after_an_early_initialize(tmp_path: Path) -> None:
+    reader, out, in_w = _reader(tmp_path, _with_lists({_tools_key(): TOOLS_SUFFIX}), INIT_LINE + INITIALIZED)
+    os.write(in_w, TOOLS)  # the host sends it once the early initialize answer has arrived
+    seen = _settled(reader, out, b'"id":"t"')
+    assert seen == (b'{"jsonrpc":"2.0","id":3' + SUFFIX.encode() + b"\n"
+                    + b'{"jsonrpc":"2.0","id":"t"' + TOOLS_SUFFIX.encode() + b"\n")
+    taken, _ = reader.take()  # the SDK gets every byte, unchanged, and its duplicates are kept back
+    assert taken == INIT_LINE + INITIALIZED + TOOLS
+    assert reader.settle_id('"t"', '{"jsonrpc":"2.0","id":"t"' + TOOLS_SUFFIX, True, HANDSHAKE_PROTOCOL_VERSIONS)
+    assert reader.settle_id("3", '{"jsonrpc":"2.0","id":3' + SUFFIX, True, HANDSHAKE_PROTOCOL_VERSIONS)
+    assert reader.settle_id('"other"', "{}", True, HANDSHAKE_PROTOCOL_VERSIONS) is None  # not a handshake request
+
+
+@pytest.mark.parametrize("cache", [CACHE, _with_lists({"tools/list {} {}": TOOLS_SUFFIX})])  # none, another host's
+def test_an_unrecorded_list_stops_the_early_reader_and_the_sdks_answer_is_recorded(
+        tmp_path: Path, cache: dict[str, Any]) -> None:
+    reader, out, _ = _reader(tmp_path, cache, INIT_LINE + INITIALIZED + TOOLS + b'{"jsonrpc":"2.0","id":9,"met')
+    reader.handed.wait(10)
+    assert reader.handed.is_set() and _written(out) == b'{"jsonrpc":"2.0","id":3' + SUFFIX.encode() + b"\n"
+    sdk_line = '{"jsonrpc":"2.0","id":"t"' + TOOLS_SUFFIX
+    assert reader.settle_id('"t"', sdk_line, True, HANDSHAKE_PROTOCOL_VERSIONS) is False  # the SDK writes it
+    assert _stored(tmp_path)["lists"][_tools_key()] == TOOLS_SUFFIX
+    assert reader.take()[0] == INIT_LINE + INITIALIZED + TOOLS + b'{"jsonrpc":"2.0","id":9,"met'
+
+
+def test_what_follows_the_state_of_the_server_is_never_answered_early(tmp_path: Path) -> None:
+    """resources/list follows the policy corpus, a later page has a cursor, a list before ``initialize`` was
+    answered early has no session to belong to: none is answered, and the reader stops at it."""
+    resources = b'{"jsonrpc":"2.0","id":"r","method":"resources/list"}\n'
+    paged = b'{"jsonrpc":"2.0","id":"t","method":"tools/list","params":{"cursor":"2"}}\n'
+    lists = {_tools_key(): TOOLS_SUFFIX, _tools_key().replace("tools/list {}", 'tools/list {"cursor":"2"}'): TOOLS_SUFFIX}
+    for n, (cache, lines) in enumerate([(_with_lists(lists), INIT_LINE + INITIALIZED + resources + TOOLS),
+                                        (_with_lists(lists), INIT_LINE + INITIALIZED + paged),
+                                        ({**_with_lists(lists), "answers": {}}, INIT_LINE + INITIALIZED + TOOLS)]):
+        reader, out, _ = _reader(tmp_path / str(n), cache, lines)
+        reader.handed.wait(10)
+        assert reader.handed.is_set() and b'"id":"t"' not in _written(out) and b'"id":"r"' not in _written(out), n
+
+
+def test_a_differing_list_answer_is_kept_back_and_replaced(tmp_path: Path) -> None:
+    reader, out, _ = _reader(tmp_path, _with_lists({_tools_key(): ',"result":{"tools":["old"]}}'}),
+                                INIT_LINE + INITIALIZED + TOOLS)
+    _settled(reader, out, b'"id":"t"')
+    reader.take()
+    sdk_line = '{"jsonrpc":"2.0","id":"t"' + TOOLS_SUFFIX
+    assert reader.settle_id('"t"', sdk_line, True, HANDSHAKE_PROTOCOL_VERSIONS) is True  # never twice
+    assert _stored(tmp_path)["lists"][_tools_key()] == TOOLS_SUFFIX
+
+
+def test_the_sdk_side_registers_the_handshake_lines_the_early_reader_did_not_read(tmp_path: Path) -> None:
+    """A host that writes ``initialize`` after the SDK is ready: the reader is stopped before any line, the SDK
+    reads them all, and its answers are recorded for the next start (then the handshake is over)."""
+    reader, out, _ = _reader(tmp_path, None, b"")
+    assert reader.take() == (b"", reader.read_fd)
+    end = 0
+    for line in (INIT_LINE, INITIALIZED, TOOLS, b'{"jsonrpc":"2.0","id":5,"method":"tools/call"}\n'):
+        end += len(line)
+        reader.note_line(line, end)
+    assert not reader.watching and reader.expecting()  # two answers to settle
+    reader.settle_id("3", '{"jsonrpc":"2.0","id":3' + SUFFIX, True, HANDSHAKE_PROTOCOL_VERSIONS)
+    reader.settle_id('"t"', '{"jsonrpc":"2.0","id":"t"' + TOOLS_SUFFIX, True, HANDSHAKE_PROTOCOL_VERSIONS)
+    assert not reader.expecting()
+    stored = _stored(tmp_path)
+    assert stored["answers"] == {"2025-11-25": SUFFIX} and stored["lists"] == {_tools_key(): TOOLS_SUFFIX}
+    assert _written(out) == b""

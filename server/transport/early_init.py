@@ -1,24 +1,32 @@
-"""``bosun stdio --standalone``: answer ``initialize`` from the process's first lines with the SDK's own answer.
+"""``bosun stdio --standalone``: answer the handshake from the process's first lines with the SDK's own answers.
 
 Why: the MCP SDK's import alone is ~1 s on a 2-core machine (``import mcp`` loads every protocol era's
 pydantic models, the client and the HTTP server), so no server built on it can answer ``initialize``
 within 1 s by cutting its own imports (issue 15; Cline's ``initialize`` timeout is 1.5 s). The answer
 to ``initialize`` does not depend on anything the SDK computes per session but the negotiated
-version, so it can be sent early, as long as it is the SDK's answer, byte for byte:
+version, and the answers to ``tools/list`` and ``prompts/list`` only on what the process serves (its
+sources, arguments and ``BOSUN_*`` environment: the key below), so they can be sent early, as long as
+they are the SDK's answers, byte for byte. (``resources/list`` follows the policy corpus: never early.)
 
 * **Recorded from the SDK.** Every session records the line the SDK's stdio writer produced for
-  its ``initialize`` (one entry per negotiated version slot) in ``$BOSUN_HOME/initialize-cache.json``,
-  keyed by bosun's version, the installed ``mcp``/``mcp_types`` versions, bosun's server sources
-  (size and mtime), the ``BOSUN_*`` environment and the command line. Nothing is ever written by
-  hand; a key that differs finds no entry.
-* **Answered early.** A thread started before any import reads the first line from stdin; when it
-  is an ``initialize`` whose version slot has an entry, it writes that line with the request's id
-  at once (on its own copy of fd 1), then hands the line to the SDK unchanged.
-* **Checked.** The SDK still receives and handles that ``initialize`` (its session state is exactly
-  as before); ``stdio.answered_once_stdout`` drops its answer instead of writing a second one, after comparing it
-  with the early line: a difference is logged and the entry replaced, so it cannot happen twice.
+  its ``initialize`` (one entry per negotiated version slot) and for the list requests of its
+  handshake (one entry per ``initialize`` parameters, method and parameters) in
+  ``$BOSUN_HOME/initialize-cache.json``, keyed by bosun's version, the installed ``mcp``/``mcp_types``
+  versions, bosun's server sources (size and mtime), the ``BOSUN_*`` environment and the command
+  line. Nothing is ever written by hand; a key that differs finds no entry.
+* **Answered early.** A thread started before any import reads stdin; when the first line is an
+  ``initialize`` whose version slot has an entry, it writes that line with the request's id at once
+  (on its own copy of fd 1). While every line so far was answered early it goes on: after
+  ``notifications/initialized``, a ``tools/list`` or ``prompts/list`` with an entry is answered the
+  same way. It stops at the first line it cannot answer, or when the SDK is ready to read, and hands
+  every byte it read to the SDK unchanged.
+* **Checked.** The SDK still receives and handles every one of those requests (its session state is
+  exactly as before); ``stdio.answered_once_stdout`` drops its answers instead of writing second ones,
+  after comparing each with the early line: a difference is logged and the entry replaced, so it
+  cannot happen twice.
 
-Only stdlib modules are imported here; ``settle`` is called from the SDK side (server/transport/stdio.py).
+Only stdlib modules are imported here; ``note_line`` and ``settle_id`` are called from the SDK side
+(server/transport/stdio.py).
 """
 
 from __future__ import annotations
@@ -35,6 +43,11 @@ if TYPE_CHECKING:
 
 CACHE_FILE = "initialize-cache.json"
 MAX_KEYS = 8  # entries kept per home (one per command line and BOSUN_* environment in use)
+MAX_LISTS = 16  # list answers kept per key (one per host's initialize parameters and list method)
+MAX_WATCHED = 8  # lines of a session's start looked at for handshake requests
+LIST_METHODS = ("tools/list", "prompts/list")  # what the process serves decides these answers, nothing else
+INITIALIZED = "notifications/initialized"
+INITIALIZE = ""  # ``pending``'s key for the initialize request (list requests: their cache key)
 UNSUPPORTED_SLOT = ""  # any version outside the SDK's handshake versions: it negotiates its latest
 RESPONSE_HEAD = '{"jsonrpc":"2.0","id":'  # how the SDK's stdio writer starts every response line
 SERVER_DIRS = ("server", "server/protocol", "server/tools", "server/transport")  # what builds the answer
@@ -104,7 +117,7 @@ def cache_key(argv: list[str], environ: dict[str, str] | None = None) -> str:
 
 
 class EarlyInit:
-    """The first stdin line, read (and ``initialize`` answered from the cache) while the process imports."""
+    """The first stdin lines, read (and the handshake answered from the cache) while the process imports."""
 
     def __init__(self, home: str, key: str, stdin_fd: int = 0, stdout_fd: int = 1) -> None:
         import fcntl
@@ -114,14 +127,20 @@ class EarlyInit:
         self.cache = self._load()
         self.read_fd = fcntl.fcntl(stdin_fd, fcntl.F_DUPFD_CLOEXEC, 3)  # the wire, whatever fd 0 becomes
         self.write_fd = fcntl.fcntl(stdout_fd, fcntl.F_DUPFD_CLOEXEC, 3)  # the SDK moves fd 1 to stderr later
-        self.first = b""
-        self.rest = b""
+        self.wake_r, self.wake_w = os.pipe()  # ``take`` stops the reader through it
+        self.first = b""  # every byte the early thread read (whole lines and a partial one): the SDK's first input
+        self.parsed = 0  # bytes of ``first`` whose lines the early thread looked at (the SDK side looks at the rest)
         self.request_id: Any = None  # the initialize's id, when the first line is one
         self.version: str | None = None  # the protocol version it asked for
-        self.sent: str | None = None  # the line written early, without its newline
-        self.handed = threading.Event()
+        self.init_params: str | None = None  # its parameters, canonical: what list answers are keyed by
+        self.sent: str | None = None  # the initialize line written early, without its newline
+        self.pending: dict[str, tuple[str, str | None]] = {}  # id -> (INITIALIZE or list key, the early line)
+        self.watching = True  # still inside the handshake: its requests are registered in ``pending``
+        self.watched = 0
+        self.first_done = threading.Event()  # the first line was looked at (and perhaps answered)
+        self.handed = threading.Event()  # the early thread stopped: ``first`` is final
         self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._read_first, name="bosun-early-init", daemon=True)
+        self.thread = threading.Thread(target=self._read_handshake, name="bosun-early-init", daemon=True)
         self.thread.start()
 
     def _read_file(self) -> dict[str, Any]:
@@ -137,52 +156,138 @@ class EarlyInit:
         return {k: v for k, v in entries.items() if isinstance(v, dict) and isinstance(v.get("stored_at"), float)}
 
     def _load(self) -> dict[str, Any]:
-        """This key's entry: the SDK's handshake versions and its answer per version slot."""
+        """This key's entry: the SDK's handshake versions, its answer per version slot and its list answers."""
         entry = self._read_file().get(self.key)
         if not isinstance(entry, dict) or not isinstance(entry.get("answers"), dict) or not isinstance(
                 entry.get("handshake"), list):
-            return {"handshake": [], "answers": {}}
+            return {"handshake": [], "answers": {}, "lists": {}}
+        if not isinstance(entry.get("lists"), dict):
+            entry["lists"] = {}
         return entry
 
     # -- the early thread ------------------------------------------------------------------------
-    def _read_first(self) -> None:
-        buffer = b""
+    def _read_handshake(self) -> None:
+        import select
+
+        read = b""
+        parsed = 0
+        go_on = True
         try:
-            while b"\n" not in buffer:
+            while go_on:
+                ready = select.select([self.read_fd, self.wake_r], [], [])[0]
+                if self.wake_r in ready:  # the SDK reads from here on
+                    break
                 data = os.read(self.read_fd, 65536)
                 if not data:
                     break
-                buffer += data
-            line, newline, rest = buffer.partition(b"\n")
-            self.first, self.rest = line + newline, rest
-            self._answer(line)
+                read += data
+                while go_on:
+                    end = read.find(b"\n", parsed)
+                    if end < 0:
+                        break
+                    line, parsed = read[parsed:end], end + 1
+                    go_on = self.look(line, may_answer=True)
+                    self.first_done.set()
         except Exception as exc:  # the SDK answers as it always did
             print(f"bosun: early initialize skipped: {exc!r}", file=sys.stderr)
         finally:
+            with self.lock:
+                self.first, self.parsed = read, parsed
+            self.first_done.set()
             self.handed.set()
 
-    def _answer(self, line: bytes) -> None:
-        request = _initialize_request(line)
-        if request is None:
-            return
-        version = request["params"]["protocolVersion"]
-        handshake = self.cache.get("handshake") or []
+    def look(self, line: bytes, may_answer: bool) -> bool:
+        """Register ``line`` when it is a request of the handshake (its answer is checked or recorded), and
+        with ``may_answer`` answer it from the cache; True when it was answered (or needs no answer)."""
         with self.lock:
-            self.request_id, self.version = request["id"], version
-            slot = version if version in handshake else UNSUPPORTED_SLOT
-            suffix = self.cache["answers"].get(slot) if handshake else None
-            if not isinstance(suffix, str):
-                return
-            self.sent = RESPONSE_HEAD + str(id_json(request["id"])) + suffix
-        data = (self.sent + "\n").encode()
+            if not self.watching:
+                return False
+            self.watched += 1
+            if self.watched == 1:
+                sent = self._initialize(line, may_answer)
+            elif self.watched > MAX_WATCHED:
+                self.watching = False
+                return False
+            else:
+                message = _message(line)
+                if message is not None and message.get("method") == INITIALIZED and "id" not in message:
+                    return may_answer and self.sent is not None
+                sent = self._list(message, may_answer and self.sent is not None)
+            if sent is None:
+                return False
+        data = (sent + "\n").encode()
         while data:
             data = data[os.write(self.write_fd, data):]
+        return True
+
+    def _initialize(self, line: bytes, may_answer: bool) -> str | None:
+        """The first line: registered when it is an initialize the SDK answers with a result; the early line."""
+        request = _initialize_request(line)
+        if request is None:
+            self.watching = False
+            return None
+        version = request["params"]["protocolVersion"]
+        self.request_id, self.version = request["id"], version
+        self.init_params = json.dumps(request["params"], sort_keys=True, separators=(",", ":"))
+        handshake = self.cache.get("handshake") or []
+        slot = version if version in handshake else UNSUPPORTED_SLOT
+        suffix = self.cache["answers"].get(slot) if handshake and may_answer else None
+        if isinstance(suffix, str):
+            self.sent = RESPONSE_HEAD + str(id_json(request["id"])) + suffix
+        self.pending[str(id_json(request["id"]))] = (INITIALIZE, self.sent)
+        return self.sent
+
+    def _list(self, message: dict[str, Any] | None, may_answer: bool) -> str | None:
+        """A later line: registered when it is a list request of the handshake; the early line, if any."""
+        key = _list_key(message, self.init_params)
+        id_text = None if message is None else id_json(message.get("id"))
+        if key is None or id_text is None or id_text in self.pending:
+            self.watching = False  # the handshake is over (or an id is reused: nothing is certain)
+            return None
+        suffix = self.cache["lists"].get(key) if may_answer else None
+        sent = RESPONSE_HEAD + id_text + suffix if isinstance(suffix, str) else None
+        self.pending[id_text] = (key, sent)
+        return sent
 
     # -- the SDK side --------------------------------------------------------------------------
     def take(self) -> tuple[bytes, int]:
-        """The first line (and what was read after it) and the descriptor the rest of stdin comes from."""
+        """What the early thread read (handed over whole) and the descriptor the rest of stdin comes from.
+
+        Stops the thread first: from here the SDK reads the wire (and ``note_line`` sees its lines)."""
+        try:
+            os.write(self.wake_w, b"x")
+        except OSError:
+            pass
         self.handed.wait()
-        return self.first + self.rest, self.read_fd
+        return self.first, self.read_fd
+
+    def note_line(self, line: bytes, end: int) -> None:
+        """The SDK's reader read ``line``, ending ``end`` bytes into the wire: registered (never answered here)
+        unless the early thread already looked at it."""
+        if end > self.parsed and self.watching:
+            self.look(line.rstrip(b"\r\n"), may_answer=False)
+
+    def expecting(self) -> bool:
+        """True while an answer of the SDK may still have to be checked, recorded or kept back."""
+        with self.lock:
+            return self.watching or bool(self.pending)
+
+    def settle_id(self, id_text: str, answer_line: str, is_result: bool, handshake: tuple[str, ...]) -> bool | None:
+        """The SDK's answer to request ``id_text``: None when it is no registered request of the handshake,
+        else True when it must not be written (it was, early)."""
+        with self.lock:
+            kind, sent = self.pending.pop(id_text, (None, None))
+        if kind is None:
+            return None
+        try:
+            if kind == INITIALIZE:
+                return self.settle(answer_line, is_result, handshake)
+            return self._settle_list(kind, id_text, sent, answer_line, is_result)
+        except Exception:  # recording is best effort; the wire must never break on it
+            import logging
+
+            logging.getLogger("bosun.early_init").exception("checking an early handshake answer failed")
+            return sent is not None  # answered early: still never twice
 
     def settle(self, answer_line: str, is_result: bool, handshake: tuple[str, ...]) -> bool:
         """The SDK's own answer to the first ``initialize``: True when it must not be written (it was, early).
@@ -203,23 +308,54 @@ class EarlyInit:
         id_text = id_json(self.request_id)
         head = RESPONSE_HEAD + str(id_text)
         if slot is not None and id_text is not None and is_result and answer_line.startswith(head + ","):
-            self._store(slot, answer_line[len(head):], handshake)
+            self._store(handshake, slot=slot, suffix=answer_line[len(head):])
         elif slot is not None and sent is not None:
-            self._store(slot, None, handshake)
+            self._store(handshake, slot=slot, suffix=None)
         return sent is not None
 
-    def _store(self, slot: str, suffix: str | None, handshake: tuple[str, ...]) -> None:
-        same_sdk = list(self.cache.get("handshake") or []) == list(handshake)
-        answers = dict(self.cache.get("answers") or {}) if same_sdk else {}
-        if suffix is None:
-            answers.pop(slot, None)
-        else:
-            answers[slot] = suffix
-        self.cache = {"handshake": list(handshake), "answers": answers, "stored_at": time.time()}
+    def _settle_list(self, key: str, id_text: str, sent: str | None, answer_line: str, is_result: bool) -> bool:
+        import logging
+
+        log = logging.getLogger("bosun.early_init")
+        method = key.split(" ", 1)[0]
+        if sent is not None and answer_line == sent:
+            log.info("%s was answered early with the SDK's recorded answer (identical, checked)", method)
+            return True
+        if sent is not None:
+            log.warning("the early %s answer differed from the SDK's (%d vs %d bytes); the entry is replaced",
+                        method, len(sent), len(answer_line))
+        head = RESPONSE_HEAD + id_text
+        if is_result and answer_line.startswith(head + ","):
+            self._store(None, list_key=key, suffix=answer_line[len(head):])
+        elif sent is not None:
+            self._store(None, list_key=key, suffix=None)
+        return sent is not None
+
+    def _store(self, handshake: tuple[str, ...] | None, suffix: str | None, slot: str | None = None,
+               list_key: str | None = None) -> None:
+        """Set (or with ``suffix`` None drop) one recorded answer: an initialize slot (``handshake``: the SDK's
+        versions; another SDK's entries start over) or a list answer; then write the file atomically."""
+        with self.lock:
+            cache = self.cache
+            same_sdk = handshake is None or list(cache.get("handshake") or []) == list(handshake)
+            answers = dict(cache.get("answers") or {}) if same_sdk else {}
+            lists = dict(cache.get("lists") or {}) if same_sdk else {}
+            if slot is not None:
+                answers.pop(slot, None)
+                if suffix is not None:
+                    answers[slot] = suffix
+            if list_key is not None:
+                lists.pop(list_key, None)
+                if suffix is not None:
+                    lists[list_key] = suffix
+            lists = dict(list(lists.items())[-MAX_LISTS:])  # the newest kept (insertion order)
+            versions = list(handshake) if handshake is not None else list(cache.get("handshake") or [])
+            self.cache = {"handshake": versions, "answers": answers, "lists": lists, "stored_at": time.time()}
+            mine = self.cache
         entries = self._read_file()  # other keys (another command line or environment on this home) stay
-        entries[self.key] = self.cache
+        entries[self.key] = mine
         newest = sorted(entries, key=lambda k: -entries[k]["stored_at"])[:MAX_KEYS]
-        tmp = f"{self.cache_path}.{os.getpid()}.tmp"
+        tmp = f"{self.cache_path}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as fh:
@@ -232,14 +368,31 @@ class EarlyInit:
                 pass
 
 
+def _message(line: bytes) -> dict[str, Any] | None:
+    """The JSON-RPC 2.0 object on ``line``, or None."""
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return None
+    return message if isinstance(message, dict) and message.get("jsonrpc") == "2.0" else None
+
+
+def _list_key(message: dict[str, Any] | None, init_params: str | None) -> str | None:
+    """The cache key of a list request whose answer depends only on what the process serves (and, to be
+    sure, on the host's ``initialize`` parameters); None for anything else."""
+    if message is None or init_params is None or message.get("method") not in LIST_METHODS:
+        return None
+    params = message.get("params", {})
+    if not isinstance(params, dict) or "cursor" in params:  # a later page: not part of a handshake
+        return None
+    return " ".join((str(message["method"]), json.dumps(params, sort_keys=True, separators=(",", ":")), init_params))
+
+
 def _initialize_request(line: bytes) -> dict[str, Any] | None:
     """The message when it is an ``initialize`` the SDK answers with a result (a well-formed request with
     an id it echoes verbatim, a string version and the two required objects); else None."""
-    try:
-        msg = json.loads(line)
-    except ValueError:
-        return None
-    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0" or msg.get("method") != "initialize":
+    msg = _message(line)
+    if msg is None or msg.get("method") != "initialize":
         return None
     params = msg.get("params")
     if id_json(msg.get("id")) is None or not isinstance(params, dict):

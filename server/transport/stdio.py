@@ -12,9 +12,9 @@ HTTP gives (400 there) as JSON-RPC ``-32600``. Everything else is the SDK's own 
 Like the SDK, the real stdin is moved off fd 0 while serving (fd 0 reads the null device), so a
 child process cannot read the host's messages.
 
-Under ``bosun stdio --standalone`` the first line was already read (and ``initialize`` perhaps answered
-with the SDK's recorded answer) by ``early_init`` while the process imported: the SDK gets that line
-first, unchanged, and ``answered_once_stdout`` keeps its own answer to it from being written twice.
+Under ``bosun stdio --standalone`` the first lines were already read (and the handshake perhaps answered
+with the SDK's recorded answers) by ``early_init`` while the process imported: the SDK gets those bytes
+first, unchanged, and ``answered_once_stdout`` keeps its own answers to them from being written twice.
 """
 
 from __future__ import annotations
@@ -83,12 +83,15 @@ class _PrefixedReader(io.RawIOBase):
 
 
 class _GuardedLines(io.RawIOBase):
-    """A binary stream over the host's stdin that hands the SDK each line through ``guard_line``."""
+    """A binary stream over the host's stdin that hands the SDK each line through ``guard_line``
+    (and, under ``early_init``, shows the handshake's lines to ``note_line`` first)."""
 
-    def __init__(self, source: Any) -> None:
+    def __init__(self, source: Any, early: early_init.EarlyInit | None = None) -> None:
         super().__init__()
         self.source = source
         self.pending = b""
+        self.early = early
+        self.offset = 0  # bytes of the wire read so far
 
     def readable(self) -> bool:
         return True
@@ -98,6 +101,12 @@ class _GuardedLines(io.RawIOBase):
             line = self.source.readline()
             if not line:
                 return 0
+            if self.early is not None:
+                self.offset += len(line)
+                if self.early.watching:
+                    self.early.note_line(line, self.offset)
+                else:
+                    self.early = None
             self.pending = guard_line(line) or b""
         n = min(len(buffer), len(self.pending))
         buffer[:n] = self.pending[:n]
@@ -120,7 +129,7 @@ def guarded_stdin(early: early_init.EarlyInit | None = None) -> Iterator[None]:
     else:
         source = os.fdopen(private, "rb", buffering=0, closefd=False)
     saved = sys.stdin
-    sys.stdin = io.TextIOWrapper(io.BufferedReader(_GuardedLines(source)), encoding="utf-8", errors="replace")
+    sys.stdin = io.TextIOWrapper(io.BufferedReader(_GuardedLines(source, early)), encoding="utf-8", errors="replace")
     try:
         yield
     finally:
@@ -140,9 +149,10 @@ async def refuse_marked(ctx: ServerRequestContext[Any, Any], call_next: CallNext
 
 
 class _AnswerOnceWriter(io.RawIOBase):
-    """The wire (a copy of fd 1) for the SDK's stdio writer, minus its answer to an ``initialize`` that
-    ``early_init`` already answered: each line is passed on whole, and the first answer to that request's id
-    goes to ``EarlyInit.settle`` (compared with the early line, recorded for the next start) instead."""
+    """The wire (a copy of fd 1) for the SDK's stdio writer, minus its answers to the handshake requests
+    ``early_init`` already answered: each line is passed on whole, and the SDK's answer to each request the
+    early reader registered goes to ``EarlyInit.settle_id`` (compared with the early line, recorded for the
+    next start) instead. Once the handshake is over and settled, bytes pass straight through."""
 
     def __init__(self, fd: int, early: early_init.EarlyInit) -> None:
         super().__init__()
@@ -157,8 +167,8 @@ class _AnswerOnceWriter(io.RawIOBase):
     def write(self, data: Any) -> int:
         chunk = bytes(data)
         size = len(chunk)
-        if not self.settled and self.early.handed.is_set() and self.early.request_id is None:
-            self.settled = True  # the first line was no initialize: nothing to keep back, nothing more to parse
+        if not self.settled and not self.early.expecting():
+            self.settled = True  # nothing more to check, keep back or record
             chunk, self.partial = self.partial + chunk, b""
         if self.settled:
             self._out(chunk)
@@ -168,28 +178,24 @@ class _AnswerOnceWriter(io.RawIOBase):
             line, _, self.partial = self.partial.partition(b"\n")
             if not self._drop(line):
                 self._out(line + b"\n")
+            self.settled = not self.early.expecting()
         if self.settled and self.partial:
             self.partial, rest = b"", self.partial
             self._out(rest)
         return size
 
     def _drop(self, line: bytes) -> bool:
-        request_id = self.early.request_id
-        if request_id is None:
-            return False
         try:
             message = json.loads(line)
         except ValueError:
             return False
-        if not isinstance(message, dict) or "method" in message or message.get("id") != request_id or \
-                type(message.get("id")) is not type(request_id):
+        if not isinstance(message, dict) or "method" in message or "id" not in message:
             return False
-        self.settled = True
-        try:
-            return self.early.settle(line.decode(), "result" in message, HANDSHAKE_PROTOCOL_VERSIONS)
-        except Exception:  # recording is best effort; the wire must never break on it
-            log.exception("checking the early initialize answer failed")
-            return self.early.sent is not None  # answered early: still never twice
+        id_text = early_init.id_json(message["id"])
+        if id_text is None:
+            return False
+        return bool(self.early.settle_id(id_text, line.decode(errors="replace"), "result" in message,
+                                         HANDSHAKE_PROTOCOL_VERSIONS))
 
     def _out(self, data: bytes) -> None:
         view = memoryview(data)
