@@ -117,6 +117,8 @@ _VIEW_SLOTS = 4
 # the entries of the views held together (a 20,000-passage pool is ~1.2M entries, ~30 bytes each);
 # a pool bigger than this on its own is rebuilt each time rather than held
 _VIEW_MAX_ENTRIES = 2_500_000
+# a pool of up to this many (text, head term, text) cells keeps which head terms each text holds (1 MB)
+_HELD_MAX_CELLS = 1 << 18
 
 
 def view_of(texts: Sequence[str], head_terms: int = 3) -> LexicalView:
@@ -258,6 +260,11 @@ class LexicalView:
         self._data: npt.NDArray[np.float32] | None = None
         self._titles: tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float32],
                             npt.NDArray[np.float64]] | None = None
+        # per text, which head terms it holds: [head_terms, n], 1 where it holds c's r-th head term (c is
+        # not itself); the same for every goal, so a small pool keeps each one a selection works out
+        # (``_Lexical.join``) rather than a term mask, a gather and a reset per pick
+        self.held_rows: dict[int, npt.NDArray[np.float32]] | None = (
+            {} if head_terms * n * n <= _HELD_MAX_CELLS else None)
 
     @cached_property
     def indptr_list(self) -> list[int]:

@@ -598,6 +598,8 @@ class _Lexical:
         self.links = np.empty((min(n, 32), n), np.float32)  # row r: the links of the r-th pick
         # what ``join`` reads on every pick, bound once
         self._indices, self._indptr, self._grid = self.view.indices, self.view.indptr_list, self.view.head_grid
+        self._held = self.view.held_rows
+        self._cells = np.empty_like(self.head) if self.head is not None else None
         self._lexbuf = np.empty(n, np.float32)
         self.k = 0  # picks joined
         for text in pool.context_texts:
@@ -636,15 +638,20 @@ class _Lexical:
             k = self.k
             if k == len(self.links):
                 self.links = np.concatenate([self.links, np.empty_like(self.links)])
-            terms = self._indices[self._indptr[i] : self._indptr[i + 1]]
-            present = self._present
-            present[terms] = 1.0
-            held = present[self._grid]  # [head_terms, n]: which of each text's head terms the pick holds
-            held *= head
+            kept = self._held
+            held = kept.get(i) if kept is not None else None
+            if held is None:
+                terms = self._indices[self._indptr[i] : self._indptr[i + 1]]
+                present = self._present
+                present[terms] = 1.0
+                held = present[self._grid]  # [head_terms, n]: which of each text's head terms the pick holds
+                present[terms] = 0.0
+                held[:, i] = 0.0  # not its own
+                if kept is not None:  # a small pool keeps it for the next selection (it is the same for any goal)
+                    held.flags.writeable = False
+                    kept[i] = held
             link = self.links[k]
-            np.add.reduce(held, axis=0, out=link)
-            link[i] = 0.0
-            present[terms] = 0.0
+            np.add.reduce(np.multiply(held, head, out=self._cells), axis=0, out=link)
             hop, rel = self.hop_gain, self.rel
             np.maximum(hop, link, out=hop)
             np.multiply(self.params.hop_weight, hop, out=rel)  # (dense + lexical) + weight x link
