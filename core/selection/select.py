@@ -593,8 +593,6 @@ class _Lexical:
         # 1 - link for a titled candidate (its subject is its heading), 1 otherwise; floored above 0 so that
         # the +inf penalty of an unavailable candidate stays +inf
         self._titled = self.view.titled_weight
-        self.unlinked: F32 | None = (np.subtract(1.0, self.hop_gain * self._titled)
-                                     if self.head is not None and p.linked_not_redundant else None)
         self.links = np.empty((min(n, 32), n), np.float32)  # row r: the links of the r-th pick
         # what ``join`` reads on every pick, bound once
         self._indices, self._indptr, self._grid = self.view.indices, self.view.indptr_list, self.view.head_grid
@@ -607,10 +605,27 @@ class _Lexical:
             self._cover()
             self._unmark(self.view.query(text)[0])
         # the lexical signal is lexm @ weights: one product per pick that covers a goal term
-        self.lexm: F32 = (p.lexical_weight * (self.cols * self.q_vals)).astype(np.float32)
-        self._dense = ((1.0 - p.lexical_weight) * dense).astype(np.float32)
-        self._base: F32 = self._dense + self._lexical()  # dense + lexical: changes only when coverage does
-        self.rel: F32 = self._base if self.head is None else np.add(self._base, p.hop_weight * self.hop_gain)
+        self.lexm: F32 = (p.lexical_weight * (self.cols * self.q_vals)).astype(np.float32, copy=False)
+        self._dense = ((1.0 - p.lexical_weight) * dense).astype(np.float32, copy=False)
+        self.unlinked: F32 | None = None
+        self._pair: tuple[F32, F32, F32, F32] | None = None
+        if self.head is not None and p.linked_not_redundant:
+            # rel and unlinked are the two rows of one array, [base; 1] - hop x [-weight; titled], so a pick
+            # updates both with one product and one difference (the same float32 numbers as
+            # base + weight x hop and 1 - hop x titled: a - (-b) is a + b exactly)
+            left = np.empty((2, n), np.float32)
+            left[1] = 1.0
+            scale = np.stack([np.full(n, -p.hop_weight, np.float32), self._titled])
+            pair, prod = np.empty((2, n), np.float32), np.empty((2, n), np.float32)
+            self._pair = (left, scale, prod, pair)
+            self._base: F32 = left[0]  # dense + lexical: changes only when coverage does
+            np.add(self._dense, self._lexical(), out=self._base)
+            np.subtract(left, np.multiply(self.hop_gain, scale, out=prod), out=pair)
+            self.rel: F32 = pair[0]
+            self.unlinked = pair[1]
+        else:
+            self._base = self._dense + self._lexical()
+            self.rel = self._base if self.head is None else np.add(self._base, p.hop_weight * self.hop_gain)
 
     def _mark(self, cols: npt.NDArray[np.int64]) -> None:
         self._present[cols] = 1.0
@@ -652,14 +667,15 @@ class _Lexical:
                     kept[i] = held
             link = self.links[k]
             np.add.reduce(np.multiply(held, head, out=self._cells), axis=0, out=link)
-            hop, rel = self.hop_gain, self.rel
+            hop = self.hop_gain
             np.maximum(hop, link, out=hop)
-            np.multiply(self.params.hop_weight, hop, out=rel)  # (dense + lexical) + weight x link
-            np.add(self._base, rel, out=rel)
-            unlinked = self.unlinked
-            if unlinked is not None:
-                np.multiply(hop, self._titled, out=unlinked)
-                np.subtract(1.0, unlinked, out=unlinked)
+            if self._pair is not None:  # [rel; unlinked] = [base; 1] - hop x [-weight; titled]
+                left, scale, prod, pair = self._pair
+                np.subtract(left, np.multiply(hop, scale, out=prod), out=pair)
+            else:
+                rel = self.rel
+                np.multiply(self.params.hop_weight, hop, out=rel)  # (dense + lexical) + weight x link
+                np.add(self._base, rel, out=rel)
         self.k += 1
 
     def peek(self, firsts: npt.NDArray[np.int64]) -> tuple[F32, F32 | None]:
