@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, cast
 
 import numpy as np
@@ -195,6 +196,20 @@ def select(pool: Pool, budget_tokens: int, strategy: str = DEFAULT_STRATEGY, par
     return _Run(pool, budget_tokens, strategy, params).run(out, explain)
 
 
+_LATER: dict[int, npt.NDArray[np.bool_]] = {}
+
+
+def _later(k: int) -> npt.NDArray[np.bool_]:
+    """[k, k]: True where column s >= row t (pick t itself and the picks after it); the same for every call."""
+    mask = _LATER.get(k)
+    if mask is None:
+        mask = np.arange(k) >= np.arange(k)[:, None]
+        mask.flags.writeable = False
+        if k <= 256:
+            _LATER[k] = mask
+    return mask
+
+
 _NONE, _IRRELEVANT, _REDUNDANT, _OVER = 0, 1, 2, 3
 _REASONS: dict[int, Reason] = {_IRRELEVANT: "irrelevant", _REDUNDANT: "redundant", _OVER: "over_budget"}
 
@@ -213,7 +228,6 @@ class _Run:
         self.cands = cands
         self.n = n = cands.shape[0]
         self.token_counts = pool.tokens  # scalar reads: a Python sequence is faster than numpy scalars (self.tokens)
-        self.tokens = np.asarray(pool.tokens, dtype=np.int64)
         self.rel = cands @ np.asarray(pool.goal, dtype=np.float32)
         # only what the strategy's score reads
         self.relpos = np.maximum(self.rel, 0.0) if strategy == "psi0" else self.rel
@@ -231,6 +245,12 @@ class _Run:
         self.start_rel: F32 = np.zeros(n, dtype=np.float32)
         self.floored = np.zeros(n, dtype=bool)
         self.exhausted = False
+
+    @cached_property
+    def tokens(self) -> npt.NDArray[np.int64]:
+        """The token counts as an array, built when a comparison over the pool needs them (once the budget
+        holds the largest candidate, the loop needs none)."""
+        return np.asarray(self.pool.tokens, dtype=np.int64)
 
     def name(self, j: int) -> str:
         """The label of candidate ``j`` (or of context item ``j - n``)."""
@@ -285,10 +305,14 @@ class _Run:
         if strategy != "baseline" and self.ctx is not None:  # without context maxsim is 0
             code[(code == _NONE) & (maxsim >= p.redundancy_threshold)] = _REDUNDANT
         avail = code == _NONE
-        ctx_only = self.score(self.relevance().copy())  # each score against the goal and the given context alone
-        dead = np.where(avail, 0.0, -np.inf).astype(np.float32)  # -inf for anything no longer available
+        hybrid = strategy == "hybrid"
+        othr, open_ = p.overlap_threshold, p.overlap_penalty
+        # without context maxsim is 0, so the hybrid's penalty, penalty * max(maxsim - threshold, 0), is 0
+        no_overlap = hybrid and self.ctx is None and othr >= 0.0 and np.isfinite(open_)
+        # each score against the goal and the given context alone (without context: the relevance itself)
+        ctx_only = start_rel if no_overlap else self.score(self.relevance().copy())
         remaining = self.budget
-        max_tok = int(self.tokens.max())  # once the budget holds the largest, nothing is over it
+        max_tok = int(max(tok))  # once the budget holds the largest, nothing is over it
         scores: list[float] = []
         rels: list[float] = []
         novs: list[float] = []
@@ -303,16 +327,19 @@ class _Run:
         rel = self.rel if lex is None else lex.rel  # the hybrid's is updated in place by each pick
         # strategy constants, read once (the expressions are those of ``score``)
         relpos, weighted_rel, olam = self.relpos, self.weighted_rel, p.one_minus_lambda
-        othr, open_ = p.overlap_threshold, p.overlap_penalty
-        hybrid = strategy == "hybrid"
-        if hybrid:
-            # hybrid's penalty, penalty * max(maxsim - threshold, 0), is monotone in maxsim, so it
-            # is kept up to date with a maximum when a pick has a neighbour past the threshold,
-            # rather than recomputed every step; +inf marks anything no longer available
-            pen = np.subtract(maxsim, othr)
-            np.maximum(pen, 0.0, out=pen)
-            np.multiply(open_, pen, out=pen)
-            pen -= dead
+        if no_overlap:  # +inf marks anything no longer available (the penalty is 0 everywhere else)
+            pen = dead = np.where(avail, np.float32(0.0), np.float32(np.inf))
+        else:
+            dead = np.where(avail, np.float32(0.0), np.float32(-np.inf))  # -inf for anything no longer available
+            pen = dead
+            if hybrid:
+                # hybrid's penalty, penalty * max(maxsim - threshold, 0), is monotone in maxsim, so it
+                # is kept up to date with a maximum when a pick has a neighbour past the threshold,
+                # rather than recomputed every step; +inf marks anything no longer available
+                pen = np.subtract(maxsim, othr)
+                np.maximum(pen, 0.0, out=pen)
+                np.multiply(open_, pen, out=pen)
+                pen -= dead
         # a candidate a pick names is not redundant with it: its penalty is scaled by ``lex.unlinked``
         unlinked = lex.unlinked if hybrid and lex is not None else None
         kill, gone = (pen, np.inf) if hybrid else (dead, neg_inf)  # where a pick or a loss is struck off
@@ -321,7 +348,8 @@ class _Run:
         iterative = p.iterative
         # bound once: numpy's call overhead, not arithmetic, is what a 200-candidate pool costs per pick
         argmax, multiply, subtract, maximum = masked.argmax, np.multiply, np.subtract, np.maximum
-        tokens, left_at, join = self.tokens, self.left_at, (lex.join if lex is not None else None)
+        left_at, join = self.left_at, (lex.join if lex is not None else None)
+        overs = False  # any candidate found over the budget
         while len(picked) < limit:
             if unlinked is not None:  # rel - unlinked x penalty (+inf x a factor > 0 stays +inf: unavailable)
                 multiply(unlinked, pen, out=masked)
@@ -345,6 +373,7 @@ class _Run:
                     break
                 code[best], left_at[best], avail[best], masked[best] = _OVER, remaining, False, neg_inf
                 kill[best] = gone
+                overs = True
             if top == neg_inf:
                 break
             if top <= 0.0 and (ctx_only[best] <= 0.0 or rel[best] <= 0.0):
@@ -359,7 +388,7 @@ class _Run:
                 ties = (masked >= top - NEAR_TIE_EPSILON).nonzero()[0]
                 if len(ties) > 1:
                     if max_tok > remaining:
-                        ties = ties[tokens[ties] <= remaining]
+                        ties = ties[self.tokens[ties] <= remaining]
                     best = int(ties[rel[ties].argmax()])
                     top = masked[best]
             scores.append(float(top) + 0.0)  # + 0.0: the score is never -0.0
@@ -389,18 +418,24 @@ class _Run:
         if dedup and rels:
             # more relevant than a pick and close to something chosen or given: its lack of
             # novelty is what kept it out, whatever the budget did afterwards
-            lost = ((avail | (code == _OVER)) & (self.relevance() > min(rels))
-                    & (maxsim >= p.overlap_threshold))
+            lost = ((avail | (code == _OVER)) if overs else avail) & (self.relevance() > min(rels))
+            lost &= maxsim >= p.overlap_threshold
             code[lost] = _REDUNDANT
             avail[lost] = False
+        fits = max_tok <= remaining  # the budget left holds every candidate: no comparison of token counts
         if self.exhausted:  # stopped because no score was positive: what the context already holds is redundant
-            close = avail & (maxsim >= p.overlap_threshold) & (self.tokens <= remaining)
+            close = avail & (maxsim >= p.overlap_threshold)
+            if not fits:
+                close &= self.tokens <= remaining
             code[close], avail[close] = _REDUNDANT, False
-        leftover = avail.nonzero()[0]
-        if len(leftover):
-            over = leftover[self.tokens[leftover] > remaining]
-            code[over], self.left_at[over] = _OVER, remaining
-            code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
+        if fits:  # what is left fits, but ranked below the picks (max_items, or its score)
+            code[avail] = _IRRELEVANT
+        else:
+            leftover = avail.nonzero()[0]
+            if len(leftover):
+                over = leftover[self.tokens[leftover] > remaining]
+                code[over], self.left_at[over] = _OVER, remaining
+                code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
         near, _ = self._nearest(picked, before=True)
         src, gain = lex.sources(picked) if lex is not None and lex.head is not None else ([], [])
         name, why, selected = self.name, self._why, out.selected
@@ -459,10 +494,11 @@ class _Run:
         """
         k = len(self.picked)
         if self._refs is None:  # the picks and the context, and their labels: the same for both calls
-            refs = self.cands[self.picked] if k else np.zeros((0, self.cands.shape[1]), np.float32)
+            labels = np.asarray(self.picked, dtype=np.int64)
+            refs = self.cands[labels]
             if self.ctx is not None:
                 refs = np.vstack([refs, self.ctx])
-            labels = np.concatenate([np.asarray(self.picked, dtype=np.int64), np.arange(len(refs) - k) + self.n])
+                labels = np.concatenate([labels, np.arange(len(self.ctx)) + self.n])
             self._refs = (refs, labels)
         refs, labels = self._refs
         if not len(refs) or not len(idx):
@@ -470,20 +506,20 @@ class _Run:
         # the picks in order against the picks (and the context): the gathered rows serve both sides
         sims = (refs[:k] if before else self.cands[idx]) @ refs.T
         if before:
-            sims[:, :k][np.arange(k) >= np.arange(len(idx))[:, None]] = -np.inf  # itself and later picks
+            later = _later(k) if len(idx) == k else np.arange(k) >= np.arange(len(idx))[:, None]
+            np.copyto(sims[:, :k], -np.inf, where=later)  # itself and later picks
         j = sims.argmax(axis=1)
         best = sims[np.arange(len(idx)), j].astype(np.float32)
         near = np.where(np.isfinite(best), labels[j], -1)
         return near, best
 
     def _explain(self, out: Selection, explain: int, remaining: int) -> None:
-        rejected = np.flatnonzero(self.code)  # picks keep code _NONE (0)
-        counts = np.bincount(self.code[rejected], minlength=4)
+        counts = np.bincount(self.code, minlength=4).tolist()  # picks keep code _NONE (0), every other gets one
         for c, name in _REASONS.items():
             if counts[c]:
-                out.rejected_counts[name] = int(counts[c])
-        if explain > 0 and len(rejected):
-            out._explain_later = lambda: self._rejections(rejected, explain)
+                out.rejected_counts[name] = counts[c]
+        if explain > 0 and len(self.picked) < self.n:
+            out._explain_later = lambda: self._rejections(np.flatnonzero(self.code), explain)
 
     def _rejections(self, rejected: npt.NDArray[np.int64], explain: int) -> list[Rejection]:
         """The strongest ``explain`` of ``rejected`` with their reasons (when the answer is read)."""
@@ -717,7 +753,8 @@ class _Lexical:
         if not k:
             return [], []
         to_picks = self.links[:k, picked]  # [rank of source, rank of pick]
-        to_picks[np.arange(k)[:, None] >= np.arange(len(picked))] = -np.inf  # only earlier picks
+        later = _later(k).T if len(picked) == k else np.arange(k)[:, None] >= np.arange(len(picked))
+        np.copyto(to_picks, -np.inf, where=later)  # only earlier picks
         from_picks = np.maximum(np.maximum.reduce(to_picks, axis=0, initial=-np.inf), 0.0).tolist()
         src = to_picks.argmax(axis=0).tolist()
         goal = self.named[list(picked)].tolist()
