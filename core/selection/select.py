@@ -350,6 +350,7 @@ class _Run:
         argmax, multiply, subtract, maximum = masked.argmax, np.multiply, np.subtract, np.maximum
         left_at, join = self.left_at, (lex.join if lex is not None else None)
         overs = False  # any candidate found over the budget
+        columns: list[F32] = []  # each pick's similarities, in order (the picks' nearest are read from them)
         while len(picked) < limit:
             if unlinked is not None:  # rel - unlinked x penalty (+inf x a factor > 0 stays +inf: unavailable)
                 multiply(unlinked, pen, out=masked)
@@ -401,6 +402,7 @@ class _Run:
             if not iterative:  # one-shot: the scores stay those against the context alone
                 continue
             col = cands @ cands[best]  # one column per pick: no n x n matrix
+            columns.append(col)
             maximum(maxsim, col, out=maxsim)
             if join is not None:
                 join(best)
@@ -436,10 +438,10 @@ class _Run:
                 over = leftover[self.tokens[leftover] > remaining]
                 code[over], self.left_at[over] = _OVER, remaining
                 code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
-        near, _ = self._nearest(picked, before=True)
+        near = self._nearest_picks(columns)
         src, gain = lex.sources(picked) if lex is not None and lex.head is not None else ([], [])
         name, why, selected = self.name, self._why, out.selected
-        for rank, (i, j, r, nov, score) in enumerate(zip(picked, near.tolist(), rels, novs, scores, strict=True)):
+        for rank, (i, j, r, nov, score) in enumerate(zip(picked, near, rels, novs, scores, strict=True)):
             link = None
             if gain and gain[rank] > 0.05:
                 link = (name(picked[src[rank]]) if src[rank] >= 0 else None, gain[rank])
@@ -512,6 +514,21 @@ class _Run:
         best = sims[np.arange(len(idx)), j].astype(np.float32)
         near = np.where(np.isfinite(best), labels[j], -1)
         return near, best
+
+    def _nearest_picks(self, columns: list[F32]) -> list[int]:
+        """For each pick in order, the most similar context item or earlier pick (-1: none).
+
+        Without context, read from the similarity columns the loop computed for each pick
+        (its similarity to every candidate), else one matrix product (``_nearest``).
+        """
+        k = len(self.picked)
+        if self.ctx is not None or len(columns) != k or not k:
+            return cast(list[int], self._nearest(self.picked, before=True)[0].tolist())
+        sims = np.stack(columns)[:, self.picked]  # [s, t]: pick s's similarity to pick t
+        np.copyto(sims, -np.inf, where=_later(k).T)  # only earlier picks
+        j = sims.argmax(axis=0)
+        picks = np.asarray(self.picked, dtype=np.int64)
+        return cast(list[int], np.where(np.isfinite(sims.max(axis=0)), picks[j], -1).tolist())
 
     def _explain(self, out: Selection, explain: int, remaining: int) -> None:
         counts = np.bincount(self.code, minlength=4).tolist()  # picks keep code _NONE (0), every other gets one
