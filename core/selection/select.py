@@ -348,6 +348,10 @@ class _Run:
         iterative = p.iterative
         # bound once: numpy's call overhead, not arithmetic, is what a 200-candidate pool costs per pick
         argmax, multiply, subtract, maximum = masked.argmax, np.multiply, np.subtract, np.maximum
+        ties_at = np.empty(self.n, dtype=bool)
+        if hybrid:  # the penalty's constants as float32 arrays: a Python scalar operand costs numpy a
+            # conversion per call (it is cast to float32 all the same, so the numbers do not change)
+            othr_n, zero_n, open_n = (np.full(self.n, c, np.float32) for c in (othr, 0.0, open_))
         left_at, join = self.left_at, (lex.join if lex is not None else None)
         overs = False  # any candidate found over the budget
         columns: list[F32] = []  # each pick's similarities, in order (the picks' nearest are read from them)
@@ -386,7 +390,7 @@ class _Run:
                 best = self._look_ahead(masked, pen, remaining)
                 top = masked[best]
             elif tie:  # psi-loop's near-tie rule: among scores within epsilon, prefer value
-                ties = (masked >= top - NEAR_TIE_EPSILON).nonzero()[0]
+                ties = np.greater_equal(masked, top - NEAR_TIE_EPSILON, out=ties_at).nonzero()[0]
                 if len(ties) > 1:
                     if max_tok > remaining:
                         ties = ties[self.tokens[ties] <= remaining]
@@ -413,9 +417,9 @@ class _Run:
                     dup = avail & (col >= thr)
                     code[dup], avail[dup], kill[dup] = _REDUNDANT, False, gone  # "redundant with" is found at the end
                 if hybrid and near > othr:  # below the threshold the penalty of ``col`` is 0
-                    subtract(col, othr, out=masked)
-                    maximum(masked, 0.0, out=masked)
-                    multiply(open_, masked, out=masked)
+                    subtract(col, othr_n, out=masked)
+                    maximum(masked, zero_n, out=masked)
+                    multiply(open_n, masked, out=masked)
                     maximum(pen, masked, out=pen)
         if dedup and rels:
             # more relevant than a pick and close to something chosen or given: its lack of
