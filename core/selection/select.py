@@ -23,6 +23,7 @@ Strategies
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -308,14 +309,14 @@ class _Run:
         hybrid = strategy == "hybrid"
         othr, open_ = p.overlap_threshold, p.overlap_penalty
         # without context maxsim is 0, so the hybrid's penalty, penalty * max(maxsim - threshold, 0), is 0
-        no_overlap = hybrid and self.ctx is None and othr >= 0.0 and np.isfinite(open_)
+        no_overlap = hybrid and self.ctx is None and othr >= 0.0 and math.isfinite(open_)
         # each score against the goal and the given context alone (without context: the relevance itself)
         ctx_only = start_rel if no_overlap else self.score(self.relevance().copy())
         remaining = self.budget
         max_tok = int(max(tok))  # once the budget holds the largest, nothing is over it
         scores: list[float] = []
         rels: list[float] = []
-        novs: list[float] = []
+        near_sims: list[np.float32] = []  # each pick's maxsim when picked (its novelty is worked out at the end)
         picked = self.picked
         tie = strategy in ("psi0", "hybrid")  # psi-loop's near-tie rule belongs to its scores
         dedup = strategy != "baseline"  # novelty strategies drop near-duplicates
@@ -351,7 +352,7 @@ class _Run:
         ties_at = np.empty(self.n, dtype=bool)
         if hybrid:  # the penalty's constants as float32 arrays: a Python scalar operand costs numpy a
             # conversion per call (it is cast to float32 all the same, so the numbers do not change)
-            othr_n, zero_n, open_n = (np.full(self.n, c, np.float32) for c in (othr, 0.0, open_))
+            othr_n, zero_n, open_n = (np.array(c, dtype=np.float32) for c in (othr, 0.0, open_))
         left_at, join = self.left_at, (lex.join if lex is not None else None)
         overs = False  # any candidate found over the budget
         columns: list[F32] = []  # each pick's similarities, in order (the picks' nearest are read from them)
@@ -398,7 +399,7 @@ class _Run:
                     top = masked[best]
             scores.append(float(top) + 0.0)  # + 0.0: the score is never -0.0
             rels.append(float(rel[best]))
-            novs.append(float(max(0.0, 1.0 - maxsim[best])))
+            near_sims.append(maxsim[best])
             remaining -= int(tok[best])
             avail[best] = False
             kill[best] = gone
@@ -445,6 +446,8 @@ class _Run:
         near = self._nearest_picks(columns)
         src, gain = lex.sources(picked) if lex is not None and lex.head is not None else ([], [])
         name, why, selected = self.name, self._why, out.selected
+        # novelty, 1 - maxsim in float32 (as the scalar expression), clipped at 0
+        novs = [max(0.0, v) for v in np.subtract(1.0, np.array(near_sims, dtype=np.float32)).tolist()]
         for rank, (i, j, r, nov, score) in enumerate(zip(picked, near, rels, novs, scores, strict=True)):
             link = None
             if gain and gain[rank] > 0.05:
@@ -528,10 +531,10 @@ class _Run:
         k = len(self.picked)
         if self.ctx is not None or len(columns) != k or not k:
             return cast(list[int], self._nearest(self.picked, before=True)[0].tolist())
-        sims = np.stack(columns)[:, self.picked]  # [s, t]: pick s's similarity to pick t
+        picks = np.asarray(self.picked, dtype=np.int64)
+        sims = np.take(np.array(columns), picks, axis=1)  # [s, t]: pick s's similarity to pick t
         np.copyto(sims, -np.inf, where=_later(k).T)  # only earlier picks
         j = sims.argmax(axis=0)
-        picks = np.asarray(self.picked, dtype=np.int64)
         return cast(list[int], np.where(np.isfinite(sims.max(axis=0)), picks[j], -1).tolist())
 
     def _explain(self, out: Selection, explain: int, remaining: int) -> None:
