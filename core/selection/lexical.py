@@ -321,7 +321,7 @@ class LexicalView:
         else:
             pos = np.minimum(np.searchsorted(self.gvocab, gids), len(self.gvocab) - 1)
             ok = self.gvocab[pos] == gids
-        return pos[ok].astype(np.int64), counts[ok]
+        return pos[ok].astype(np.int64, copy=False), counts[ok]
 
     def columns(self, cols: npt.NDArray[np.int64], binary: bool = False) -> npt.NDArray[np.float32]:
         """Dense [n, len(cols)] slice of the TF-IDF matrix (``binary``: 1 where the term occurs)."""

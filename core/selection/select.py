@@ -626,7 +626,7 @@ class _Lexical:
             # TF-IDF weights are not needed)
             self.q_cols = self.view.query_columns(pool.goal_text)
             idf = self.view.idf[self.q_cols]
-            self.q_vals = (idf / idf.sum()).astype(np.float32) if len(idf) else np.zeros(0, np.float32)
+            self.q_vals = (idf / idf.sum()).astype(np.float32, copy=False) if len(idf) else np.zeros(0, np.float32)
         else:
             self.q_cols, self.q_vals = self.view.query(pool.goal_text)
         self.weights = np.ones(len(self.q_cols), dtype=np.float32)
@@ -639,7 +639,9 @@ class _Lexical:
         if p.coverage > 0 and len(self.q_cols):
             hold = self.cols > 0
             self.covers = np.where(hold, np.float32(1.0 - p.coverage), np.float32(1.0))
-            self.covers_any = cast("npt.NDArray[np.bool_]", hold.any(axis=1))  # read per pick: no list of n
+            # read per pick: does it hold any goal term (the weights are all 1 here; a product is cheaper
+            # than ``any`` along a short axis, and a sum of non-negative weights is > 0 just when one is)
+            self.covers_any = cast("npt.NDArray[np.bool_]", (self.cols @ self.weights) > 0)
         self.head = self.view.head_grid_weights(self.q_cols) if p.hop_weight > 0 else None
         n = self.view.n
         self.hop_gain = np.zeros(n, dtype=np.float32)
