@@ -212,6 +212,9 @@ def _later(k: int) -> npt.NDArray[np.bool_]:
 
 
 _NONE, _IRRELEVANT, _REDUNDANT, _OVER = 0, 1, 2, 3
+# up to this many candidates, numpy's call overhead is what a pick costs, not memory traffic: the hybrid's
+# rel and unlinked are one stacked array, and each pick's similarity column is kept for the write-out
+_SMALL_POOL = 2048
 _REASONS: dict[int, Reason] = {_IRRELEVANT: "irrelevant", _REDUNDANT: "redundant", _OVER: "over_budget"}
 
 
@@ -355,7 +358,9 @@ class _Run:
             othr_n, zero_n, open_n = (np.array(c, dtype=np.float32) for c in (othr, 0.0, open_))
         left_at, join = self.left_at, (lex.join if lex is not None else None)
         overs = False  # any candidate found over the budget
-        columns: list[F32] = []  # each pick's similarities, in order (the picks' nearest are read from them)
+        # row r: the r-th pick's similarity to every candidate (the picks' nearest are read from them); a large
+        # pool's columns are not kept (fresh memory per pick costs more than one small product at the end)
+        columns = np.empty((min(limit, 32), self.n), dtype=np.float32) if self.n <= _SMALL_POOL else None
         while len(picked) < limit:
             if unlinked is not None:  # rel - unlinked x penalty (+inf x a factor > 0 stays +inf: unavailable)
                 multiply(unlinked, pen, out=masked)
@@ -406,8 +411,12 @@ class _Run:
             picked.append(best)
             if not iterative:  # one-shot: the scores stay those against the context alone
                 continue
-            col = cands @ cands[best]  # one column per pick: no n x n matrix
-            columns.append(col)
+            if columns is None:
+                col = cands @ cands[best]  # one column per pick: no n x n matrix
+            else:
+                if len(picked) > len(columns):
+                    columns = np.concatenate([columns, np.empty_like(columns)])
+                col = np.matmul(cands, cands[best], out=columns[len(picked) - 1])
             maximum(maxsim, col, out=maxsim)
             if join is not None:
                 join(best)
@@ -443,7 +452,7 @@ class _Run:
                 over = leftover[self.tokens[leftover] > remaining]
                 code[over], self.left_at[over] = _OVER, remaining
                 code[avail & (code == _NONE)] = _IRRELEVANT  # fits, but ranked below the picks (max_items)
-        near = self._nearest_picks(columns)
+        near = self._nearest_picks(columns[: len(picked)] if iterative and columns is not None else None)
         src, gain = lex.sources(picked) if lex is not None and lex.head is not None else ([], [])
         name, why, selected = self.name, self._why, out.selected
         # novelty, 1 - maxsim in float32 (as the scalar expression), clipped at 0
@@ -522,17 +531,17 @@ class _Run:
         near = np.where(np.isfinite(best), labels[j], -1)
         return near, best
 
-    def _nearest_picks(self, columns: list[F32]) -> list[int]:
+    def _nearest_picks(self, columns: F32 | None) -> list[int]:
         """For each pick in order, the most similar context item or earlier pick (-1: none).
 
         Without context, read from the similarity columns the loop computed for each pick
         (its similarity to every candidate), else one matrix product (``_nearest``).
         """
         k = len(self.picked)
-        if self.ctx is not None or len(columns) != k or not k:
+        if self.ctx is not None or columns is None or not k:
             return cast(list[int], self._nearest(self.picked, before=True)[0].tolist())
         picks = np.asarray(self.picked, dtype=np.int64)
-        sims = np.take(np.array(columns), picks, axis=1)  # [s, t]: pick s's similarity to pick t
+        sims = columns[:, picks]  # [s, t]: pick s's similarity to pick t
         np.copyto(sims, -np.inf, where=_later(k).T)  # only earlier picks
         j = sims.argmax(axis=0)
         return cast(list[int], np.where(np.isfinite(sims.max(axis=0)), picks[j], -1).tolist())
@@ -659,7 +668,7 @@ class _Lexical:
         # what ``join`` reads on every pick, bound once
         self._indices, self._indptr, self._grid = self.view.indices, self.view.indptr_list, self.view.head_grid
         self._held = self.view.held_rows
-        self._cells = np.empty_like(self.head) if self.head is not None else None
+        self._cells = np.empty_like(self.head) if self.head is not None and self._held is not None else None
         self._lexbuf = np.empty(n, np.float32)
         self.k = 0  # picks joined
         for text in pool.context_texts:
@@ -671,10 +680,11 @@ class _Lexical:
         self._dense = ((1.0 - p.lexical_weight) * dense).astype(np.float32, copy=False)
         self.unlinked: F32 | None = None
         self._pair: tuple[F32, F32, F32, F32] | None = None
-        if self.head is not None and p.linked_not_redundant:
+        if self.head is not None and p.linked_not_redundant and n <= _SMALL_POOL:
             # rel and unlinked are the two rows of one array, [base; 1] - hop x [-weight; titled], so a pick
             # updates both with one product and one difference (the same float32 numbers as
-            # base + weight x hop and 1 - hop x titled: a - (-b) is a + b exactly)
+            # base + weight x hop and 1 - hop x titled: a - (-b) is a + b exactly); in a large pool the
+            # arithmetic, not the call, is what counts, and four operations with scalars move less memory
             left = np.empty((2, n), np.float32)
             left[1] = 1.0
             scale = np.stack([np.full(n, -p.hop_weight, np.float32), self._titled])
@@ -688,6 +698,8 @@ class _Lexical:
         else:
             self._base = self._dense + self._lexical()
             self.rel = self._base if self.head is None else np.add(self._base, p.hop_weight * self.hop_gain)
+            if self.head is not None and p.linked_not_redundant:
+                self.unlinked = np.subtract(1.0, self.hop_gain * self._titled)
 
     def _mark(self, cols: npt.NDArray[np.int64]) -> None:
         self._present[cols] = 1.0
@@ -728,7 +740,9 @@ class _Lexical:
                     held.flags.writeable = False
                     kept[i] = held
             link = self.links[k]
-            np.add.reduce(np.multiply(held, head, out=self._cells), axis=0, out=link)
+            # a kept row is read-only; a large pool's row is its own (multiplied in place)
+            cells = np.multiply(held, head, out=self._cells if kept is not None else held)
+            np.add.reduce(cells, axis=0, out=link)
             hop = self.hop_gain
             np.maximum(hop, link, out=hop)
             if self._pair is not None:  # [rel; unlinked] = [base; 1] - hop x [-weight; titled]
@@ -738,6 +752,10 @@ class _Lexical:
                 rel = self.rel
                 np.multiply(self.params.hop_weight, hop, out=rel)  # (dense + lexical) + weight x link
                 np.add(self._base, rel, out=rel)
+                unlinked = self.unlinked
+                if unlinked is not None:
+                    np.multiply(hop, self._titled, out=unlinked)
+                    np.subtract(1.0, unlinked, out=unlinked)
         self.k += 1
 
     def peek(self, firsts: npt.NDArray[np.int64]) -> tuple[F32, F32 | None]:
