@@ -534,11 +534,12 @@ class _Run:
     def _nearest_picks(self, columns: F32 | None) -> list[int]:
         """For each pick in order, the most similar context item or earlier pick (-1: none).
 
-        Without context, read from the similarity columns the loop computed for each pick
-        (its similarity to every candidate), else one matrix product (``_nearest``).
+        Without context (in a small pool), read from the similarity columns the loop computed for
+        each pick (its similarity to every candidate), else one matrix product (``_nearest``).
         """
         k = len(self.picked)
-        if self.ctx is not None or columns is None or not k:
+        # (a pick made twice, which only NaN scores allow, would meet its own column's entry, set to -1)
+        if self.ctx is not None or columns is None or not k or len(set(self.picked)) < k:
             return cast(list[int], self._nearest(self.picked, before=True)[0].tolist())
         picks = np.asarray(self.picked, dtype=np.int64)
         sims = columns[:, picks]  # [s, t]: pick s's similarity to pick t
@@ -547,11 +548,11 @@ class _Run:
         return cast(list[int], np.where(np.isfinite(sims.max(axis=0)), picks[j], -1).tolist())
 
     def _explain(self, out: Selection, explain: int, remaining: int) -> None:
-        counts = np.bincount(self.code, minlength=4).tolist()  # picks keep code _NONE (0), every other gets one
+        counts = np.bincount(self.code, minlength=4).tolist()  # picks keep code _NONE (0)
         for c, name in _REASONS.items():
             if counts[c]:
                 out.rejected_counts[name] = counts[c]
-        if explain > 0 and len(self.picked) < self.n:
+        if explain > 0 and any(counts[1:]):  # the rejected are found when the answer is read
             out._explain_later = lambda: self._rejections(np.flatnonzero(self.code), explain)
 
     def _rejections(self, rejected: npt.NDArray[np.int64], explain: int) -> list[Rejection]:
