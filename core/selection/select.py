@@ -353,7 +353,7 @@ class _Run:
         # bound once: numpy's call overhead, not arithmetic, is what a 200-candidate pool costs per pick
         argmax, multiply, subtract, maximum = masked.argmax, np.multiply, np.subtract, np.maximum
         ties_at = np.empty(self.n, dtype=bool)
-        if hybrid:  # the penalty's constants as float32 arrays: a Python scalar operand costs numpy a
+        if hybrid:  # the penalty's constants as 0-d float32 arrays: a Python scalar operand costs numpy a
             # conversion per call (it is cast to float32 all the same, so the numbers do not change)
             othr_n, zero_n, open_n = (np.array(c, dtype=np.float32) for c in (othr, 0.0, open_))
         left_at, join = self.left_at, (lex.join if lex is not None else None)
