@@ -21,6 +21,7 @@ DEFAULT_PORT = 8790
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_HOME = Path("~/.bosun")
 PRUNE_MODES = ("cache_ttl", "conservative", "balanced", "aggressive")
+_PREFETCH = ("auto", "on", "off", "1", "0")  # BOSUN_MODEL_PREFETCH
 # BOSUN_POLICIES and BOSUN_ROOTS: ";" everywhere, and ":" too on POSIX (os.pathsep)
 LIST_SEPARATOR = re.compile("[;" + re.escape(os.pathsep) + "]")
 T = TypeVar("T")
@@ -93,7 +94,8 @@ class Config:
     database_url: str | None = None  # BOSUN_DATABASE_URL
     # start-up (issue 15): serve / stdio --standalone start loading the model on a thread before their own imports
     # (ready sooner, but `initialize` later: the load holds the GIL much of the time), so it is opt-in
-    model_prefetch: bool = False  # BOSUN_MODEL_PREFETCH: on | off (also 1 | 0)
+    model_prefetch: bool = False  # BOSUN_MODEL_PREFETCH: on | off | auto (also 1 | 0); on: before any import
+    model_prefetch_auto: bool = True  # auto (the default): stdio --standalone with a recorded handshake
 
     @property
     def db_path(self) -> Path:
@@ -153,7 +155,8 @@ class Config:
             "hook_start": read.choice("BOSUN_HOOK_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
             "run_start": read.choice("BOSUN_RUN_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
             "database_url": database_url(read.text("BOSUN_DATABASE_URL", "")),
-            "model_prefetch": read.choice("BOSUN_MODEL_PREFETCH", "off", ("on", "off", "1", "0")) in ("on", "1"),
+            "model_prefetch": read.choice("BOSUN_MODEL_PREFETCH", "auto", _PREFETCH) in ("on", "1"),
+            "model_prefetch_auto": read.choice("BOSUN_MODEL_PREFETCH", "auto", _PREFETCH) == "auto",
         }
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)

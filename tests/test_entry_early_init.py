@@ -26,6 +26,7 @@ from tests.helpers_proc import env_for
 CHECKED = "initialize was answered early with the SDK's recorded answer (identical, checked)"
 CHECKED_LISTS = tuple(f"{m} was answered early with the SDK's recorded answer (identical, checked)"
                       for m in ("prompts/list", "tools/list"))
+PREFETCH = "model load started beside the imports (BOSUN_MODEL_PREFETCH=auto: the handshake is recorded)"
 VERSIONS = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS, "1999-01-01")  # the last two: not negotiable
 
 
@@ -87,6 +88,7 @@ def test_the_early_answer_is_the_sdks_own_byte_for_byte_for_every_protocol_versi
         assert len(one[request_id]) == 1 and len(two[request_id]) == 1, (version, first, second)  # never twice
         assert two[request_id] == one[request_id], version  # the SDK's bytes, written early
         assert CHECKED not in first_err and CHECKED in second_err, (version, second_err[-2000:])
+        assert PREFETCH not in first_err and PREFETCH in second_err  # the model loads beside the imports
         for list_id, checked in zip(("prompts", "list"), CHECKED_LISTS, strict=True):  # the lists: early too
             assert len(one[list_id]) == 1 and two[list_id] == one[list_id], (version, list_id)
             assert checked not in first_err and checked in second_err, (version, second_err[-2000:])

@@ -113,10 +113,16 @@ def test_the_bridge_fast_path_reads_stdio_arguments_as_the_full_parser_does(monk
 
 def test_model_prefetch_switch_and_the_prefetch_hands_over_value_or_error() -> None:
     from bosun.server.background import Prefetch
+    from bosun.server.cli import _prefetch_model
     from bosun.server.config import Config, ConfigError
 
-    assert Config.from_env({}).model_prefetch is False
-    assert Config.from_env({"BOSUN_MODEL_PREFETCH": "on"}).model_prefetch is True
+    default, on, off = (Config.from_env(env) for env in ({}, {"BOSUN_MODEL_PREFETCH": "on"},
+                                                          {"BOSUN_MODEL_PREFETCH": "off"}))
+    assert (default.model_prefetch, default.model_prefetch_auto) == (False, True)  # auto
+    assert (on.model_prefetch, on.model_prefetch_auto) == (True, False)
+    assert (off.model_prefetch, off.model_prefetch_auto) == (False, False)
+    # auto prefetches only where the handshake is answered from a record (stdio --standalone)
+    assert _prefetch_model(default) is None and _prefetch_model(off, handshake_recorded=True) is None
     with pytest.raises(ConfigError, match="BOSUN_MODEL_PREFETCH"):
         Config.from_env({"BOSUN_MODEL_PREFETCH": "later"})
     assert Prefetch(lambda a, b: a + b, 2, 3).result(object()) == 5  # stands in for a factory: its argument ignored
