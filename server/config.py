@@ -92,8 +92,9 @@ class Config:
     # shared state (issue 18): postgresql://... puts every store in PostgreSQL (several daemons, one state);
     # unset: SQLite in BOSUN_HOME
     database_url: str | None = None  # BOSUN_DATABASE_URL
-    # start-up (issue 15): serve / stdio --standalone start loading the model on a thread before their own imports
-    # (ready sooner, but `initialize` later: the load holds the GIL much of the time), so it is opt-in
+    # start-up (issue 15): load the model on a thread before the server's own imports (ready sooner, but what the
+    # SDK answers comes later: the load holds the GIL much of the time); by default only where the SDK answers
+    # nothing the host waits for (stdio --standalone with a recorded handshake: server/cli.py _prefetch_model)
     model_prefetch: bool = False  # BOSUN_MODEL_PREFETCH: on | off | auto (also 1 | 0); on: before any import
     model_prefetch_auto: bool = True  # auto (the default): stdio --standalone with a recorded handshake
 
@@ -116,6 +117,7 @@ class Config:
         """The configuration of this process: defaults, then ``BOSUN_*``, then ``overrides`` (CLI flags)."""
         env = os.environ if env is None else env
         read = _Reader(env)
+        prefetch = read.choice("BOSUN_MODEL_PREFETCH", "auto", _PREFETCH)
         values: dict[str, Any] = {
             "home": read.path("BOSUN_HOME") or default_home(),
             "model_name": read.text("BOSUN_MODEL", ""),
@@ -155,8 +157,8 @@ class Config:
             "hook_start": read.choice("BOSUN_HOOK_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
             "run_start": read.choice("BOSUN_RUN_START", "on", ("on", "off", "1", "0")) in ("on", "1"),
             "database_url": database_url(read.text("BOSUN_DATABASE_URL", "")),
-            "model_prefetch": read.choice("BOSUN_MODEL_PREFETCH", "auto", _PREFETCH) in ("on", "1"),
-            "model_prefetch_auto": read.choice("BOSUN_MODEL_PREFETCH", "auto", _PREFETCH) == "auto",
+            "model_prefetch": prefetch in ("on", "1"),
+            "model_prefetch_auto": prefetch == "auto",
         }
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)

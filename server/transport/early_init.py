@@ -39,6 +39,7 @@ import time
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 CACHE_FILE = "initialize-cache.json"
@@ -293,42 +294,39 @@ class EarlyInit:
         """The SDK's own answer to the first ``initialize``: True when it must not be written (it was, early).
 
         Records it for the next start when it is a result; logs and replaces a cached line that differed."""
-        import logging
-
-        log = logging.getLogger("bosun.early_init")
         with self.lock:
             sent, version = self.sent, self.version
-        slot = None if version is None else version if version in handshake else UNSUPPORTED_SLOT
-        if sent is not None:
-            if answer_line == sent:
-                log.info("initialize was answered early with the SDK's recorded answer (identical, checked)")
-                return True
-            log.warning("the early initialize answer differed from the SDK's (%d vs %d bytes); the entry is "
-                        "replaced", len(sent), len(answer_line))
         id_text = id_json(self.request_id)
-        head = RESPONSE_HEAD + str(id_text)
-        if slot is not None and id_text is not None and is_result and answer_line.startswith(head + ","):
-            self._store(handshake, slot=slot, suffix=answer_line[len(head):])
-        elif slot is not None and sent is not None:
-            self._store(handshake, slot=slot, suffix=None)
-        return sent is not None
+        if version is None or id_text is None:
+            return sent is not None
+        slot = version if version in handshake else UNSUPPORTED_SLOT
+        return self._check("initialize", id_text, sent, answer_line, is_result,
+                           lambda suffix: self._store(handshake, slot=slot, suffix=suffix))
 
     def _settle_list(self, key: str, id_text: str, sent: str | None, answer_line: str, is_result: bool) -> bool:
+        return self._check(key.split(" ", 1)[0], id_text, sent, answer_line, is_result,
+                           lambda suffix: self._store(None, list_key=key, suffix=suffix))
+
+    @staticmethod
+    def _check(what: str, id_text: str, sent: str | None, answer_line: str, is_result: bool,
+               store: Callable[[str | None], None]) -> bool:
+        """Compare the SDK's answer with the line written early (if one was), and record it for the next start
+        when it is a result (``store(suffix)``; ``store(None)`` drops an entry that answered wrongly). True when
+        the SDK's answer must not be written: one was, early."""
         import logging
 
         log = logging.getLogger("bosun.early_init")
-        method = key.split(" ", 1)[0]
         if sent is not None and answer_line == sent:
-            log.info("%s was answered early with the SDK's recorded answer (identical, checked)", method)
+            log.info("%s was answered early with the SDK's recorded answer (identical, checked)", what)
             return True
         if sent is not None:
             log.warning("the early %s answer differed from the SDK's (%d vs %d bytes); the entry is replaced",
-                        method, len(sent), len(answer_line))
+                        what, len(sent), len(answer_line))
         head = RESPONSE_HEAD + id_text
         if is_result and answer_line.startswith(head + ","):
-            self._store(None, list_key=key, suffix=answer_line[len(head):])
+            store(answer_line[len(head):])
         elif sent is not None:
-            self._store(None, list_key=key, suffix=None)
+            store(None)
         return sent is not None
 
     def _store(self, handshake: tuple[str, ...] | None, suffix: str | None, slot: str | None = None,
