@@ -187,3 +187,53 @@ def test_intent_lines_are_looked_for_in_the_head_and_tail_windows_only(tmp_path:
     windowed, whole = both(tmp_path, in_head, intent="flux capacitor")
     assert "flux capacitor" in whole["shaped"]["answer"]["focus"]
     assert windowed["shaped"] == whole["shaped"]
+
+
+def _tail_start_line_by_line(fh: Any, files: Any, keep_from: int) -> int:
+    """The tail's start as round 10 found it, one read of up to LINE_MAX bytes per line back (the reference)."""
+    def line_start(at: int) -> int | None:
+        lo = max(0, at - outline_window.LINE_MAX)
+        fh.seek(lo)
+        nl = fh.read(at - lo).rfind(b"\n")
+        return lo + nl + 1 if nl >= 0 else 0 if lo == 0 else None
+
+    at = files.byte_offset(keep_from)
+    start = line_start(at)
+    if start is None:
+        return at
+    at = start
+    fh.seek(at)
+    need = outline_window.TAIL_LINES - outline_window._non_empty_lines(fh.read())
+    while need > 0 and at > 0:
+        start = line_start(at - 1)
+        if start is None:
+            return at
+        fh.seek(start)
+        need -= outline_window._non_empty_lines(fh.read(at - start))
+        at = start
+    return at
+
+
+def test_the_tail_start_walks_back_over_lines_as_one_read_per_line_did(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Blank runs, white space lines, \\r and non-ASCII characters, lines longer than LINE_MAX (the walk stops
+    there) and the file's start: the block-wise walk lands where the line-by-line one did."""
+    monkeypatch.setattr(outline_window, "LINE_MAX", 40)
+    monkeypatch.setattr(outline_window, "BACK_READ", 7)  # many refills, lines cut across them
+    rng = random.Random(11)
+    pieces = ["\n", "\n", "\n", "  \n", "\t\n", "x\n", "error here\n", "a\rb\n", "é ✓\n", "\r\n", "y" * 45 + "\n",
+              "z" * 39 + "\n", " " * 50 + "\n"]
+    ends = 0
+    for case in range(300):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+        if rng.random() < 0.3:
+            text = text.rstrip("\n")  # no newline at the end
+        path = tmp_path / f"t{case}"
+        path.write_bytes(text.encode())
+        files = outline_window.FileText(path, len(text), outline_window._scan(path)[3])  # type: ignore[index]
+        with open(path, "rb") as fh:
+            for keep_from in {0, len(text), rng.randrange(len(text) + 1), max(0, len(text) - 3)}:
+                want = _tail_start_line_by_line(fh, files, keep_from)
+                assert outline_window._tail_start(fh, files, keep_from) == want, (text, keep_from)
+                ends += want == 0
+    assert 0 < ends < 1200  # both the file's start and a stop before it were reached
