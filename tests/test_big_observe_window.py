@@ -214,18 +214,21 @@ def _tail_start_line_by_line(fh: Any, files: Any, keep_from: int) -> int:
     return at
 
 
-def test_the_tail_start_walks_back_over_lines_as_one_read_per_line_did(tmp_path: Path,
+@pytest.mark.parametrize("back_read", [7, 4096])  # many refills, lines cut across them; whole runs in one buffer
+def test_the_tail_start_walks_back_over_lines_as_one_read_per_line_did(tmp_path: Path, back_read: int,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    """Blank runs, white space lines, \\r and non-ASCII characters, lines longer than LINE_MAX (the walk stops
-    there) and the file's start: the block-wise walk lands where the line-by-line one did."""
+    """Blank runs (skipped a buffer at a time), white space lines, \\r and non-ASCII characters, lines longer
+    than LINE_MAX (the walk stops there, blank ones too) and the file's start: the block-wise walk lands where
+    the line-by-line one did."""
     monkeypatch.setattr(outline_window, "LINE_MAX", 40)
-    monkeypatch.setattr(outline_window, "BACK_READ", 7)  # many refills, lines cut across them
+    monkeypatch.setattr(outline_window, "BACK_READ", back_read)
     rng = random.Random(11)
-    pieces = ["\n", "\n", "\n", "  \n", "\t\n", "x\n", "error here\n", "a\rb\n", "é ✓\n", "\r\n", "y" * 45 + "\n",
-              "z" * 39 + "\n", " " * 50 + "\n"]
+    blank = ["\n", "\n", "\n", "  \n", "\t\n", "\r\n", " " * 39 + "\n", " " * 50 + "\n"]  # 40 bytes: LINE_MAX
+    solid = ["x\n", "error here\n", "a\rb\n", "é ✓\n", "\x1c\n", "y" * 45 + "\n", "z" * 39 + "\n"]
     ends = 0
-    for case in range(300):
-        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 40)))
+    for case in range(400):
+        p_blank = rng.choice([0.3, 0.8, 0.95])
+        text = "".join(rng.choice(blank if rng.random() < p_blank else solid) for _ in range(rng.randint(0, 60)))
         if rng.random() < 0.3:
             text = text.rstrip("\n")  # no newline at the end
         path = tmp_path / f"t{case}"
@@ -236,4 +239,4 @@ def test_the_tail_start_walks_back_over_lines_as_one_read_per_line_did(tmp_path:
                 want = _tail_start_line_by_line(fh, files, keep_from)
                 assert outline_window._tail_start(fh, files, keep_from) == want, (text, keep_from)
                 ends += want == 0
-    assert 0 < ends < 1200  # both the file's start and a stop before it were reached
+    assert 0 < ends < 1600  # both the file's start and a stop before it were reached

@@ -375,10 +375,28 @@ def _tail_start(fh: Any, files: FileText, keep_from: int) -> int:
             buf = fh.read(buf_lo - more) + buf[: at - buf_lo]
             buf_lo = more
         line = buf[start - buf_lo : at - buf_lo]
+        at = start
         if line.strip():  # (white space alone: no non-empty line, whatever splitlines makes of it)
             need -= _non_empty_lines(line)
-        at = start
+        elif at > buf_lo:  # a run of white space lines: skip what of it the buffer holds in one step
+            at = _blank_run_start(buf, buf_lo, at)
     return at
+
+
+_BLANK = np.zeros(256, dtype=bool)
+_BLANK[list(b" \t\n\r\x0b\x0c")] = True  # what ``bytes.strip`` removes
+
+
+def _blank_run_start(buf: bytes, buf_lo: int, at: int) -> int:
+    """Where the line-by-line walk from line start ``at`` gets to over the white space lines before it whose
+    newlines ``buf`` (bytes from ``buf_lo``) holds: those lines count for nothing. None of them is longer than
+    LINE_MAX (which would stop the walk): the buffer reaches back at most LINE_MAX bytes before a line start
+    the walk has passed."""
+    before = np.frombuffer(buf, dtype=np.uint8, count=at - 1 - buf_lo)  # up to the newline that ends at - 1
+    solid = np.flatnonzero(~_BLANK[before])
+    first = int(solid[-1]) + 1 if len(solid) else 0  # the white space run before ``at`` starts here in buf
+    newlines = np.flatnonzero(before[first:] == 10)
+    return int(newlines[0]) + first + buf_lo + 1 if len(newlines) else at
 
 
 def _middle(fh: Any, lo: int, hi: int) -> tuple[int, bool]:
