@@ -412,3 +412,20 @@ def test_shape_is_light_only_when_no_intent_or_view_pass_will_scan_the_text() ->
     unstubbed = SimpleNamespace(choice=SimpleNamespace(offload=False), outline=None)
     assert not shape_is_light(plain, unstubbed, None, None)  # type: ignore[arg-type]
     assert shape_is_light(plain, unstubbed, False, "intent")  # type: ignore[arg-type]
+
+
+async def test_json_nested_deeper_than_the_parser_goes_is_observed_and_recalled(client: Client,
+                                                                                 engine: Engine) -> None:
+    """A tool that prints JSON nested hundreds or thousands of levels deep (a fuzzer's output, a malformed
+    dump): observe stores and outlines it (as text where it cannot be walked), and recall reads it back."""
+    tid = await _start(client)
+    for depth in (700, 5_000, 50_000):
+        for text in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth,
+                     '{"rows":[' + "[" * depth + "1" + "]" * depth + "]}" + " " * 40_000):
+            out = _sc(await _observe(client, tid, text, offload=True, engine=engine))
+            assert out["offloaded"] is True, (depth, text[:8])
+            for op in ("outline", "head", "jsonl"):
+                got = await client.call_tool("recall", {"ref": out["ref"], "op": op, "task_id": tid})
+                assert not got.is_error or "JSON" in _text(got), (depth, op, _text(got)[:200])
+            raw = _sc(await client.call_tool("recall", {"ref": out["ref"], "op": "raw", "max_tokens": 100_000}))
+            assert raw["text"].strip().startswith(text[:32]), depth

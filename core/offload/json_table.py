@@ -66,7 +66,7 @@ def _bare_ok(text: str) -> bool:
         return False
     try:
         json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return True
     return False  # reads as a number, true, false or null
 
@@ -86,7 +86,7 @@ def _read_cell(line: str, pos: int) -> tuple[Any, int]:
     text = line[pos:end]
     try:
         return json.loads(text), end
-    except ValueError:
+    except (ValueError, RecursionError):
         return text, end
 
 
@@ -138,8 +138,16 @@ def table_view(text: str) -> tuple[str, int] | None:
         return None
     try:
         document = json.loads(stripped)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
+    try:
+        return _view_of(document)
+    except RecursionError:  # nested deeper than the walk goes (a few hundred levels): no view, the text stays
+        return None
+
+
+def _view_of(document: Any) -> tuple[str, int] | None:
+    """``table_view`` of a parsed document."""
     tables: list[str] = []
 
     def walk(value: Any) -> Any:

@@ -304,7 +304,7 @@ def _detect_kind(text: str, command: str | None, u: Utf8Text | None) -> str:
             try:
                 json.loads(first[0])
                 return "jsonl"
-            except ValueError:
+            except (ValueError, RecursionError):
                 pass
     summary, ran = _test_summaries(text[-8000:])
     if summary or ran or _test_lines_in_head(text, u):
@@ -379,7 +379,7 @@ def _test_lines_in_head(text: str, u: Utf8Text | None) -> bool:
 def _json_or_none(text: str) -> Any:
     try:
         return json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested deeper than the parser goes: not a JSON document to outline
         return None
 
 
@@ -806,7 +806,7 @@ def _jsonl(text: str) -> Outline:
             continue
         try:
             rec = json.loads(s)
-        except ValueError:
+        except (ValueError, RecursionError):
             bad += 1
             continue
         if first is None:

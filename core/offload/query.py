@@ -791,7 +791,7 @@ def _records(text: str, path: str | None) -> tuple[list[Any], int]:
     if stripped.startswith("[") or (stripped.startswith("{") and path):
         try:
             doc = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             doc = _MISSING
         if doc is not _MISSING:
             target = field_path(doc, path) if path else doc
@@ -807,7 +807,7 @@ def _records(text: str, path: str | None) -> tuple[list[Any], int]:
             continue
         try:
             out.append(json.loads(line))
-        except ValueError:
+        except (ValueError, RecursionError):
             bad += 1
         if len(out) >= MAX_JSONL_RECORDS:
             break

@@ -24,7 +24,7 @@ def parse_labelled(lines: Iterable[str], known: set[str] | None = None) -> list[
             continue
         try:
             row = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             raise InvalidInput(f"line {no}", f"not JSON: {exc}", '{"prompt": "...", "expected": ["name"]}') from exc
         if not isinstance(row, dict) or not isinstance(row.get("prompt"), str):
             raise InvalidInput(f"line {no}", "needs a string 'prompt'", '{"prompt": "...", "expected": []}')
