@@ -844,6 +844,8 @@ def _apply_windows(rule: Rule, data: bytes, hits: list[int]) -> tuple[bytes, int
     end_nb = rule.end_needle.encode() if rule.end_needle else None
     lowered = data.lower() if end_nb is not None else b""
     for pos in sorted(hits):
+        if windows and pos < windows[-1][1] and end_nb is None:
+            continue  # on a line already in the last window (searching its ends again: quadratic on one long line)
         lo = data.rfind(b"\n", 0, pos) + 1
         if end_nb is not None:
             e = lowered.find(end_nb, pos)

@@ -143,6 +143,22 @@ def test_large_payload_is_scrubbed_like_small_ones() -> None:
     assert r.redact(filler).counts == {}
 
 
+def test_thousands_of_secrets_on_one_long_line_are_each_scrubbed() -> None:
+    """One line of ~0.5 MB holding a secret every few dozen bytes (minified output, a dump without newlines):
+    every hit's line is the same line, looked up once, and each secret is counted as it is on its own line."""
+    r = Redactor()
+    for name, secret in SECRETS.items():
+        if "\n" in secret:
+            continue  # (a PEM block spans lines)
+        one = r.redact(secret + " ;")
+        assert one.counts, name
+        n = 2_000
+        line = " ; ".join([secret] * n) + " ;"
+        out = r.redact(line)
+        assert out.counts == {k: v * n for k, v in one.counts.items()}, name
+        assert out.text == " ; ".join([one.text[:-2]] * n) + " ;", name
+
+
 def test_every_aws_access_key_prefix_is_scrubbed() -> None:
     from bosun.core.redact import default_redactor
 
