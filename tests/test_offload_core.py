@@ -177,6 +177,33 @@ def test_recall_ops_outline_aggregate_jsonl() -> None:
         run_query(jl, "jsonl", where=["x"])  # type: ignore[arg-type]
 
 
+def test_jsonl_records_and_bad_lines_are_json_loads_line_by_line() -> None:
+    """Lines that cannot start a JSON text are counted bad without a parse; the records and the count are
+    what ``json.loads`` of every line gives (NaN, Infinity, white space before, U+000B, non-ASCII)."""
+    import random
+
+    from bosun.core.offload.query import _records
+
+    rng = random.Random(4)
+    kinds = ['{"a": 1}', "[1, 2]", '"text"', "12", "-3.5", "true", "false", "null", "NaN", "Infinity", "-Infinity",
+             "  {\"b\": 2}", "\t[3]", "\x0b{}", "nope", "tru", "{broken", "a", "é", "# comment", "Nan", "Inf", "]",
+             "\u00a0{}", "{} trailing", "1 2"]
+    for _ in range(200):
+        # (a bad first line: a text that starts with [ is read as one JSON document first)
+        text = "\n".join(["x"] + [rng.choice(kinds) for _ in range(rng.randint(0, 30))])
+        want: list[Any] = []
+        bad = 0
+        for line in text.splitlines():
+            if not line.strip():
+                continue
+            try:
+                want.append(json.loads(line))
+            except ValueError:
+                bad += 1
+        got, got_bad = _records(text, None)
+        assert json.dumps(got) == json.dumps(want) and got_bad == bad, text
+
+
 def test_grep_bounded_against_catastrophic_backtracking() -> None:
     data = ("a" * 30_000 + "!\n").encode()
     res = run_query(data, "grep", pattern=r"(a|aa)+$")
