@@ -54,12 +54,48 @@ def error_signature(text: str) -> str:
     """
     if not text or not text.strip():
         return ""
-    tail = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-3:]
+    tail = _last_lines(text.strip(), 3)
     exc = [ln for ln in tail if _EXC_LINE.match(ln)]
     line = exc[-1] if exc else " | ".join(tail)
-    line = _HEX.sub("<hex>", line)
-    line = _NUM.sub("<n>", line)
-    return _SPACE.sub(" ", line)[:160]
+    cut = _SAFE_CUT.search(line, _SIGNATURE_READS, 4 * _SIGNATURE_READS) if len(line) > _SIGNATURE_READS else None
+    if cut is not None:  # a long line (a minified JSON document): its signature is read from its start
+        short = _signature_of(line[: cut.start()])
+        if len(short) >= _SIGNATURE_CHARS:
+            return short[:_SIGNATURE_CHARS]
+    return _signature_of(line)[:_SIGNATURE_CHARS]
+
+
+_SIGNATURE_CHARS = 160
+_SIGNATURE_READS = 2048  # characters of a long line masked first; more only when they give too short a signature
+# a character no mask's match can hold or border on but a number's "." (not a word character or white space):
+# the masks of a line cut before it are the first part of the whole line's masks (12.5 and 12 both mask as <n>);
+# looked for in the 6,144 characters after the first 2,048 only (none there: the whole line is masked)
+_SAFE_CUT = re.compile(r"[^\w\s]")
+
+
+def _signature_of(line: str) -> str:
+    """``line`` with hex and numbers masked and white space runs made one space."""
+    return _SPACE.sub(" ", _NUM.sub("<n>", _HEX.sub("<hex>", line)))
+
+
+# white space holding a line break (every break ``splitlines`` knows is white space): one newline leaves the
+# stripped non-empty lines as they were
+_BLANK_BREAKS = re.compile(r"\s*[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]\s*")
+
+
+def _last_lines(text: str, n: int) -> list[str]:
+    """The last ``n`` non-empty lines of ``text``, stripped, as ``splitlines`` cuts them, read from a suffix
+    of the text that grows until it holds one more (its first line may be a part): not every line of a
+    megabyte that ends in blank lines."""
+    size = 4096
+    while True:
+        piece = text[-size:]
+        if piece.count("\n") > len(piece) // 8:  # many (blank?) lines: the white space around breaks goes first
+            piece = _BLANK_BREAKS.sub("\n", piece)
+        lines = list(filter(None, map(str.strip, piece.splitlines())))
+        if size >= len(text) or len(lines) > n:
+            return lines[-n:]
+        size *= 4
 
 
 def shell_command(tool: str, args: Any) -> str | None:

@@ -243,3 +243,40 @@ def test_a_build_that_fails_differently_is_progress() -> None:
     fail(g, "bash", sh("make build"), "ld: error: undefined symbol: frob\nmake: *** [build] Error 1")
     fail(g, "bash", sh("make build"), "main.c:9: error: unknown type 'x'\nmake: *** [build] Error 1")
     assert all(v != "block" for _, v in patterns(g, "bash", sh("make build")))
+
+
+def _signature_reading_every_line(text: str) -> str:
+    """error_signature as round 10 computed it: every line split and stripped, the whole line masked."""
+    from bosun.core.actions import _EXC_LINE, _HEX, _NUM, _SPACE
+
+    if not text or not text.strip():
+        return ""
+    tail = [ln.strip() for ln in text.strip().splitlines() if ln.strip()][-3:]
+    exc = [ln for ln in tail if _EXC_LINE.match(ln)]
+    line = exc[-1] if exc else " | ".join(tail)
+    return _SPACE.sub(" ", _NUM.sub("<n>", _HEX.sub("<hex>", line)))[:160]
+
+
+def test_error_signature_reads_the_tail_and_a_long_lines_start_as_the_whole_text_gives() -> None:
+    """Blank runs and every line break splitlines knows, long lines of hex, numbers, spaces and punctuation
+    (cut where no mask can reach, or not at all): the same signature as splitting every line."""
+    import random
+
+    rng = random.Random(8)
+    breaks = ["\n", "\r\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"]
+    words = ["KeyError: 'user_17'", "ValueError: bad 0x1F at 12.5", "deadbeefcafe0123", "  ", "\t", "\x1f", "ok",
+             "3.14", "..", "-", "{", '"k":', "é", "0x", "a" * 30]
+    for case in range(600):
+        parts: list[str] = []
+        for _ in range(rng.randint(0, 12)):
+            kind = rng.random()
+            if kind < 0.3:
+                parts.append(rng.choice(breaks) * rng.randint(1, 3))
+            elif kind < 0.4:  # a long run of one thing across the 2,048-character cut
+                parts.append(rng.choice(["7", "ab", " ", "f0", "x", ",", "1.2", "0x9"]) * rng.randint(500, 3000))
+            else:
+                parts.append(rng.choice(words))
+        text = "".join(parts)
+        if case % 5 == 0:
+            text += "\n" * rng.randint(0, 9000)  # blank lines past the first suffix read
+        assert error_signature(text) == _signature_reading_every_line(text), repr(text[:200])
