@@ -1,4 +1,4 @@
-"""The shell examples in the README run as written (from the checkout root)."""
+"""The shell and Python examples in the README run as written (from the checkout root)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,10 @@ import shlex
 import subprocess
 from pathlib import Path
 
+import pytest
+
+from bosun.server.app import create_server
+from bosun.server.engine import Engine
 from tests.helpers_proc import BOSUN, env_for
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,3 +38,19 @@ def test_readme_shell_examples_run(tmp_path: Path) -> None:
         errors.append(f"{command}: exit {res.returncode}\n{res.stderr[-1500:]}\n{res.stdout[-1500:]}")
     # routing scores, the example audit fails its trust check (exit 1, as the README says), select succeeds
     assert codes == [0, 1, 0], "\n\n".join(errors)
+
+
+def _readme_python_block() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text.split("## A first minute", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+
+
+def test_readme_first_minute_python_runs(engine: Engine, capsys: pytest.CaptureFixture[str]) -> None:
+    """The README's Python example offloads an output and recalls the one line that matters from it."""
+    block = _readme_python_block()
+    assert "with Bosun() as b:" in block
+    # the same code, aimed at an in-process daemon instead of the one in $BOSUN_HOME
+    exec(compile(block.replace("Bosun()", "Bosun(server)"), "README.md", "exec"),
+         {"server": create_server(engine), "__name__": "readme"})
+    out = capsys.readouterr().out
+    assert "1235:line 1234: ERROR disk full" in out and "'matches': 1" in out

@@ -1,6 +1,6 @@
 """The host configuration snippets in README.md work, driven by the SDK client as a host would.
 
-Every fenced ``mcpServers`` JSON block and ``[mcp_servers.*]`` TOML block is parsed and launched
+Every fenced ``mcpServers`` (or VS Code ``servers``) JSON block and ``[mcp_servers.*]`` TOML block is parsed and launched
 (stdio entries as given, with ``bosun`` resolved to this venv's script and ``BOSUN_HOME`` pointed
 at a temporary directory; HTTP entries against the daemon the first stdio entry started).
 """
@@ -35,6 +35,9 @@ def snippets() -> list[tuple[str, dict[str, Any]]]:
         if lang == "json" and "mcpServers" in body:
             for name, entry in json.loads(body)["mcpServers"].items():
                 out.append((f"json#{n}:{name}", entry))
+        elif lang == "json" and '"servers"' in body:  # VS Code's .vscode/mcp.json
+            for name, entry in json.loads(body)["servers"].items():
+                out.append((f"vscode#{n}:{name}", entry))
         elif lang == "toml" and "mcp_servers" in body:
             for name, entry in tomllib.loads(body)["mcp_servers"].items():
                 out.append((f"toml#{n}:{name}", entry))
@@ -70,6 +73,7 @@ def test_readme_has_stdio_and_http_snippets() -> None:
     found = snippets()
     assert any("command" in entry for _, entry in found)
     assert any("url" in entry for _, entry in found)
+    assert {label.split("#")[0] for label, _ in found} == {"json", "toml", "vscode"}  # mcpServers, Codex, VS Code
 
 
 async def test_readme_snippets_connect(snippet_home: Path) -> None:
