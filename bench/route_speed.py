@@ -127,10 +127,12 @@ def med(xs: list[float]) -> float:
     return statistics.median(xs) if xs else float("nan")
 
 
-async def bench_size(n: int, queries: list[str], home: Path, work: Path) -> dict[str, float]:
+async def bench_size(n: int, queries: list[str], home: Path, work: Path, judge: str = "on") -> dict[str, float]:
+    """``judge``: BOSUN_JUDGE for this engine (bench/judge_speed.py runs both in one run)."""
     corpus = work / f"corpus-{n}"
-    synth_corpus(corpus, n)
-    engine = Engine(Config(home=home, policies=[corpus]))
+    if not corpus.exists():
+        synth_corpus(corpus, n)
+    engine = Engine(Config(home=home, policies=[corpus], judge=judge))
     server = create_server(engine)
     noop = MCPServer("noop")
 

@@ -213,6 +213,12 @@ def cmd_provision(args: argparse.Namespace) -> int:
     from bosun.server.provision import provision
 
     home = _home(args)
+    if args.judge:
+        from bosun.server.provision import provision_judge
+
+        report = provision_judge(args.judge, home, args.check)
+        print(report.to_json() if args.json else f"{report.state}  {report.model}  {report.cache_dir}\n  {report.detail}")
+        return report.exit_code
     name = args.model or DEFAULT_MODEL
     if args.cache_dir:
         cache = Path(args.cache_dir).expanduser()
@@ -266,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="report the state, change nothing")
     p.add_argument("--model", help="fastembed model name (default: the embedded all-MiniLM-L6-v2 int8)")
     p.add_argument("--cache-dir", help="model directory (default $BOSUN_HOME/models/<model>)")
+    p.add_argument("--judge", metavar="NAME|PATH",
+                   help="provision a cross-encoder judge instead: a local directory with model.onnx (+ tokenizer.json), "
+                        "a fastembed cross-encoder name, or 'on' for the shipped one; then set BOSUN_JUDGE to it")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_provision)
 

@@ -23,6 +23,7 @@ import numpy as np
 import bosun
 from bosun.core.embedding import CachingEmbedder, Embedder, Vectors, text_key
 from bosun.core.errors import BosunError
+from bosun.core.judge import Judge
 from bosun.core.redact import Redactor
 from bosun.server.background import Background
 from bosun.server.config import Config
@@ -47,6 +48,7 @@ from bosun.store.refs import RefStore
 log = logging.getLogger("bosun.engine")
 
 EmbedderFactory = Callable[[Config], Embedder]
+JudgeFactory = Callable[[Config], "Judge | None"]
 CLOSE_DEADLINE_S = 2.0  # background work gets this long to stop before the stores close
 
 
@@ -63,12 +65,21 @@ def default_embedder_factory(config: Config) -> Embedder:
     return load_embedder(config.home, spec)
 
 
+def default_judge_factory(config: Config) -> Judge | None:
+    from bosun.server.judge_model import load_judge
+
+    return load_judge(config.home, config.judge, config.model_threads)
+
+
 class Engine:
     """Holds the warm state; created once per process, opened by the first transport."""
 
-    def __init__(self, config: Config | None = None, embedder_factory: EmbedderFactory | None = None) -> None:
+    def __init__(self, config: Config | None = None, embedder_factory: EmbedderFactory | None = None,
+                 judge_factory: JudgeFactory | None = None) -> None:
         self.config = config or Config.from_env()
         self._embedder_factory = embedder_factory or default_embedder_factory
+        # an injected embedder (tests, benches) runs without the shipped judge unless one is injected too
+        self._judge_factory = judge_factory or (default_judge_factory if embedder_factory is None else None)
         self.started_at = time.time()
         self.stores: Stores | None = None  # store/backend.py: SQLite in BOSUN_HOME or PostgreSQL
         self.db: aiosqlite.Connection | None = None  # SQLite's writer (store/db.py: the connection policy)
@@ -86,6 +97,11 @@ class Engine:
         self.model_ready_at: float | None = None  # wall-clock time the model became ready
         self.model_loads = 0
         self._embed_lock = asyncio.Lock()
+        self._judge: Judge | None = None
+        self._judge_ready = asyncio.Event()
+        self.judge_state = "not_started"  # not_started | loading | ready | failed | off
+        self.judge_error: str | None = None
+        self.judge_load_seconds: float | None = None
         self.background = Background()
         self._compose()
 
@@ -129,6 +145,7 @@ class Engine:
             self.stores = self.db = self._reader = None
             raise
         self._load_task = self.background.spawn(self._load_model(), "model-load")
+        self.background.spawn(self._load_judge(), "judge-load")
         if watch_policies:
             self.policies.start()
 
@@ -183,6 +200,56 @@ class Engine:
         self.model_state = "ready"
         self._ready.set()
         log.info("model %s ready in %.2fs", inner.model_id(), self.model_load_seconds)
+
+    async def _load_judge(self) -> None:
+        """The cross-encoder judge, beside the embedder: route and audit use it once it is ready."""
+        if self._judge_factory is None or self.config.judge.strip().lower() in ("off", "0", "false", "none"):
+            self.judge_state = "off"
+            self._judge_ready.set()
+            return
+        self.judge_state = "loading"
+        t0 = time.perf_counter()
+        try:
+            judge = await self.background.in_thread(self._judge_factory, self.config)
+        except Exception as exc:  # shown in /healthz and on every answer that would have used it
+            self.judge_state = "failed"
+            self.judge_error = f"{type(exc).__name__}: {exc}"
+            log.error("judge failed to load: %s", self.judge_error)
+            self._judge_ready.set()
+            return
+        self._judge = judge
+        self.judge_state = "off" if judge is None else "ready"
+        self.judge_load_seconds = time.perf_counter() - t0
+        self._judge_ready.set()
+        if judge is not None:
+            log.info("judge %s ready in %.2fs", judge.model_id(), self.judge_load_seconds)
+
+    async def judge(self) -> Judge | None:
+        """The warm judge (waiting for its load like ``embedder``), or None when it is off or failed to load
+        (the callers then score without it and say so)."""
+        if not self._judge_ready.is_set():
+            try:
+                with anyio.fail_after(self.config.model_timeout_s):
+                    await self._judge_ready.wait()
+            except TimeoutError:
+                return None
+        return self._judge
+
+    def judge_notice(self) -> str | None:
+        """One line for an answer scored without the judge because it failed to load."""
+        if self.judge_state == "failed":
+            return f"scored without the judge, which failed to load: {self.judge_error}"
+        return None
+
+    def judge_health(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"state": self.judge_state}
+        if self._judge is not None:
+            out["model"] = self._judge.model_id()
+        if self.judge_load_seconds is not None:
+            out["load_seconds"] = round(self.judge_load_seconds, 3)
+        if self.judge_error:
+            out["error"] = self.judge_error
+        return out
 
     # -- access ----------------------------------------------------------------------------
     @property
@@ -307,6 +374,7 @@ class Engine:
                 "ready_at": self.model_ready_at,
                 "loads": self.model_loads,
             },
+            "judge": self.judge_health(),
             "route_index": self.policies.index_state(),
             "store": self._store_health(),
             "admission": None if self.admission is None else {

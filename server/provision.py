@@ -13,6 +13,7 @@ import urllib.error
 import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bosun.server.commands.progress import Progress
 from bosun.server.model import (
@@ -27,6 +28,9 @@ from bosun.server.model import (
     weights_path,
     write_manifest,
 )
+
+if TYPE_CHECKING:
+    from bosun.server.judge_model import JudgeChoice
 
 PRESENT, FETCHABLE, UNAVAILABLE, MISMATCH = "PRESENT", "FETCHABLE", "UNAVAILABLE", "MISMATCH"
 EXIT_CODES = {PRESENT: 0, FETCHABLE: 1, UNAVAILABLE: 1, MISMATCH: 3}
@@ -155,3 +159,93 @@ def _provision_other(name: str, cache_dir: Path, check: bool, bar: Progress) -> 
     if err is not None:
         return ProvisionReport(MISMATCH, name, str(model_dir), err)
     return ProvisionReport(PRESENT, name, str(model_dir), "fetched, recorded and loaded offline")
+
+
+def provision_judge(target: str, home: Path, check: bool) -> ProvisionReport:
+    """Report (and unless ``check``, establish) a cross-encoder judge: the shipped one, a local ONNX directory
+    (its files' digests recorded in a manifest under ``$BOSUN_HOME/judges``), or a fastembed cross-encoder
+    name (fetched from the model hub where a network allows, then recorded the same way)."""
+    from bosun.server import judge_model as jm
+
+    choice = jm.JudgeChoice.parse(target)
+    if choice.kind == "off":
+        return ProvisionReport(UNAVAILABLE, target, "", "'off' is not a judge; name one, or set BOSUN_JUDGE=off")
+    if choice.kind == "shipped":
+        try:
+            judge = jm.load_shipped()
+            judge.relevance([("provision check", "a document")])
+        except ModelError as exc:
+            return ProvisionReport(MISMATCH, jm.SHIPPED, str(jm.shipped_dir()), str(exc))
+        return ProvisionReport(PRESENT, jm.SHIPPED, str(jm.shipped_dir()), "digest verified and loaded offline")
+    manifest = jm.manifest_path(home, choice)
+    if manifest.is_file():
+        try:
+            judge = jm.load_provisioned(home, choice)
+            judge.relevance([("provision check", "a document")])
+            return ProvisionReport(PRESENT, choice.value, str(manifest.parent),
+                                   f"digests verified and loaded offline ({judge.outputs} output(s))")
+        except ModelError as exc:
+            if check:
+                return ProvisionReport(MISMATCH, choice.value, str(manifest.parent), str(exc))
+    if choice.kind == "path":
+        return _provision_judge_dir(choice, home, Path(choice.value), check)
+    return _provision_judge_name(choice, home, check)
+
+
+def _record_judge(choice: JudgeChoice, home: Path, model_dir: Path, model_id: str) -> ProvisionReport:
+    from bosun.server import judge_model as jm
+
+    manifest = jm.manifest_path(home, choice)
+
+    onnx = sorted(model_dir.rglob("*.onnx"))
+    if not onnx:
+        return ProvisionReport(UNAVAILABLE, model_id, str(model_dir), "no .onnx file in the directory")
+    src = onnx[0]
+    files = jm.judge_files(src.parent)
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    record = {"dir": str(src.parent), "onnx": src.name, "files": files, "model_id": model_id}
+    tmp = manifest.with_suffix(".tmp")
+    tmp.write_text(json.dumps(record, indent=1))
+    tmp.replace(manifest)
+    try:
+        judge = jm.load_provisioned(home, choice)
+        judge.relevance([("provision check", "a document")])
+    except (ModelError, OSError, ValueError) as exc:
+        manifest.unlink(missing_ok=True)
+        return ProvisionReport(MISMATCH, model_id, str(src.parent), f"recorded but does not load: {exc}")
+    except Exception as exc:  # onnxruntime's own errors: not a loadable graph
+        manifest.unlink(missing_ok=True)
+        return ProvisionReport(MISMATCH, model_id, str(src.parent), f"not a loadable ONNX cross-encoder: {exc}")
+    return ProvisionReport(PRESENT, model_id, str(src.parent),
+                           f"digests recorded in {manifest}, loaded offline ({judge.outputs} output(s)); "
+                           f"set BOSUN_JUDGE={choice.value} to use it")
+
+
+def _provision_judge_dir(choice: JudgeChoice, home: Path, model_dir: Path, check: bool) -> ProvisionReport:
+    if not model_dir.is_dir():
+        return ProvisionReport(UNAVAILABLE, str(model_dir), str(model_dir), "no such directory")
+    if not any(model_dir.rglob("*.onnx")):
+        return ProvisionReport(UNAVAILABLE, str(model_dir), str(model_dir), "no .onnx file in the directory")
+    if check:
+        return ProvisionReport(FETCHABLE, str(model_dir), str(model_dir),
+                               "present but not recorded; `bosun provision --judge PATH` records its digests")
+    return _record_judge(choice, home, model_dir, model_dir.name)
+
+
+def _provision_judge_name(choice: JudgeChoice, home: Path, check: bool) -> ProvisionReport:
+    from bosun.server.judge_model import manifest_path
+
+    name = choice.value
+    cache = manifest_path(home, choice).parent / "cache"
+    if not reachable(HUB_PROBE.format(repo=name)):
+        return ProvisionReport(UNAVAILABLE, name, str(cache),
+                               "not on this machine, and the model hub does not answer from here")
+    if check:
+        return ProvisionReport(FETCHABLE, name, str(cache), "not on this machine; the hub answers from here")
+    try:
+        from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+        TextCrossEncoder(model_name=name, cache_dir=str(cache))
+    except Exception as exc:  # network and catalogue errors come in many types
+        return ProvisionReport(UNAVAILABLE, name, str(cache), f"fetching {name} failed: {exc}")
+    return _record_judge(choice, home, cache, name)

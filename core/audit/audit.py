@@ -33,6 +33,7 @@ from bosun.core.audit.align import WordStates, sentence_recall_many
 from bosun.core.audit.claims import ExtractedClaim, extract_claims
 from bosun.core.audit.config import AuditConfig
 from bosun.core.audit.index import SentenceIndex, build_index
+from bosun.core.audit.judged import JudgeReading, judged_verdict, read_claims
 from bosun.core.audit.match import (
     ClaimMatch,
     ClaimTerms,
@@ -44,6 +45,7 @@ from bosun.core.audit.match import (
 )
 from bosun.core.audit.provenance import Freshness, assess_freshness, check_source, parse_rules
 from bosun.core.errors import BosunError, IntegrityError, InvalidInput
+from bosun.core.judge import Judge
 
 MAX_RESPONSE_CHARS = 1_000_000
 MAX_CHUNKS = 2_000
@@ -273,9 +275,10 @@ def plan_audit(query: Any, chunks: Any, response: Any, config: AuditConfig) -> A
 
 
 def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | None = None,
-              words: Sequence[WordStates] | None = None) -> dict[str, Any]:
+              words: Sequence[WordStates] | None = None, judge: Judge | None = None) -> dict[str, Any]:
     """Match every claim and build the trust report. ``vectors`` = embeddings of ``texts_to_embed()``;
-    ``words`` = their contextual word states (align.py), which add the token-alignment feature."""
+    ``words`` = their contextual word states (align.py), which add the token-alignment feature;
+    ``judge`` (a cross-encoder with a claim head) reads each claim with its evidence window and decides."""
     cfg = plan.config
     as_of = as_of or cfg.as_of or datetime.now(UTC).date()
     if cfg.matcher == "auto":
@@ -298,6 +301,9 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
     fresh = [assess_freshness(c.metadata, cfg.max_source_age_days, as_of, cfg.source_date_metadata_key)
              for c in plan.admitted]
 
+    readings: list[JudgeReading | None] = [None] * n_claims
+    if judge is not None and plan.admitted and plan.index.sentences:
+        readings = read_claims([c.clean for c in plan.claims], [s.text for s in plan.index.sentences], judge)
     claims_out: list[dict[str, Any]] = []
     for k, claim in enumerate(plan.claims):
         if not plan.admitted or not plan.index.sentences:
@@ -307,10 +313,49 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
                         cand_vecs, plan.terms[k], plan.candidates[k],
                         per_sentence=per[k] if per is not None else None)
         conf = model.prob(m.features)
-        claims_out.append(_claim_record(claim, m, conf, plan, fresh, cfg))
+        rec = _claim_record(claim, m, conf, plan, fresh, cfg)
+        reading = readings[k]
+        claims_out.append(rec if reading is None else _judged_record(rec, reading, plan, fresh, cfg))
     report = _report(plan, claims_out, fresh, as_of)
     report["token_alignment"] = aligned
+    if judge is not None:
+        report["judge"] = judge.model_id()
     return report
+
+
+def _judged_record(rule: dict[str, Any], reading: JudgeReading, plan: AuditPlan, fresh: list[Freshness],
+                   cfg: AuditConfig) -> dict[str, Any]:
+    """The rules' record re-decided by the judge; both opinions stay in the answer."""
+    verdict = judged_verdict(reading, rule["verdict"], cfg.claim_threshold)
+    rec = dict(rule)
+    rec["rules"] = {"verdict": rule["verdict"], "confidence": rule["confidence"]}
+    rec["judge"] = reading.as_dict()
+    rec["confidence"] = round(reading.supported, 4)
+    spans = [_span(plan, s) for s in reading.sentences[:3]]
+    first = plan.admitted[plan.index.sentences[reading.sentences[0]].chunk] if reading.sentences else None
+    where = f"chunk {first.id}" if first is not None and first.id else "the best evidence"
+    if verdict == "supported":
+        if rule["verdict"] != "supported" and first is not None:
+            chunk_pos = list(dict.fromkeys(plan.index.sentences[s].chunk for s in reading.sentences))
+            status, src_date, age = _claim_freshness([fresh[c] for c in chunk_pos])
+            rec.update(verdict="supported", supported=True, source_url=first.url, evidence=spans, nearest=None,
+                       mismatches=[], source_chunk={"id": first.id, "index": first.index, "source_url": first.url},
+                       freshness_status=status, source_date=src_date.isoformat() if src_date else None,
+                       source_age_days=age)
+        rec["note"] = f"the judge reads {where} as supporting it ({reading.supported:.2f})"
+    elif verdict == "contradicted":
+        rec["confidence"] = round(min(reading.supported, CONTRADICTED_CAP), 4)
+        if rule["verdict"] != "contradicted":
+            rec.update(verdict="contradicted", supported=False, source_url=None, source_chunk=None, evidence=spans,
+                       freshness_status="not_applicable", source_date=None, source_age_days=None,
+                       note=f"contradicted: the judge reads {where} as refuting it ({reading.refuted:.2f})")
+    else:
+        rec.update(verdict="unsupported", supported=False, source_url=None, source_chunk=None, evidence=[],
+                   freshness_status="not_applicable", source_date=None, source_age_days=None,
+                   nearest=spans[0] if spans else None,
+                   note=f"the judge finds no support in {where} (supported {reading.supported:.2f}, "
+                        f"refuted {reading.refuted:.2f}, not enough info {reading.nei:.2f})")
+    return rec
 
 
 def _span(plan: AuditPlan, sid: int, score: float | None = None) -> dict[str, Any]:
@@ -496,7 +541,7 @@ def _report(plan: AuditPlan, claims: list[dict[str, Any]], fresh: list[Freshness
 
 def audit(
     query: Any, chunks: Any, response: Any, config: AuditConfig | None = None, as_of: date | None = None,
-    embed: Any = None, words: Callable[[list[str]], Sequence[WordStates]] | None = None,
+    embed: Any = None, words: Callable[[list[str]], Sequence[WordStates]] | None = None, judge: Judge | None = None,
 ) -> dict[str, Any]:
     """One-call audit. ``embed(texts) -> float32[n, d]`` is required only for the semantic matcher
     (the default ``auto`` matcher uses it when given, and runs lexical without it). ``words(texts)``
@@ -512,5 +557,5 @@ def audit(
         # run into the embedding cache, so ``embed`` below runs nothing for them
         states = (list(words(texts)) if texts else []) if words is not None else None
         vectors = np.asarray(embed(texts), dtype=np.float32) if texts else np.zeros((0, 1), dtype=np.float32)
-        return run_audit(plan, as_of, vectors, states)
-    return run_audit(plan, as_of, vectors)
+        return run_audit(plan, as_of, vectors, states, judge)
+    return run_audit(plan, as_of, vectors, judge=judge)

@@ -54,8 +54,10 @@ def run(args: argparse.Namespace) -> int:
     from bosun.core.routing.abstain import SHIPPED, OperatingPoint, separability
     from bosun.core.routing.corpus import corpus_fingerprint
     from bosun.core.routing.metrics import compute, parse_labelled
+    from bosun.core.routing.rerank import SHIPPED_POINT, judged_route
     from bosun.core.routing.route import build_index_with, clause_texts, route
     from bosun.server.commands.progress import Progress
+    from bosun.server.judge_model import load_judge
     from bosun.server.model import load_embedder
     from bosun.server.services.policies import CorpusError, load_operating_point_file, scan_corpus
 
@@ -121,6 +123,15 @@ def run(args: argparse.Namespace) -> int:
     cal = index.calibration
     if args.mode == "score":
         print(HEADER)
+        judge = None if args.operating_point else load_judge(home, os.environ.get("BOSUN_JUDGE", "on"))
+        if judge is not None:  # the server's default: the first stage's top documents re-read by the judge
+            routed = [[h.name for h in judged_route(index, r.prompt, q, judge, op.top_k, rrf_k=op.rrf_k).hits]
+                      for r, q in zip(rows, qvecs, strict=True)]
+            point = SHIPPED_POINT
+            print(f"{point.admit:>9.2f} {'-':>6} {op.top_k:>5} {_fmt(compute(rows, routed))}")
+            print(f"judge {judge.model_id()}: admits at relevance >= {point.admit:.2f} (a second document >= "
+                  f"{point.second:.2f}); BOSUN_JUDGE=off scores the first stage alone")
+            return 0
         if args.operating_point or cal is None:
             m = evaluate(op, op.threshold, op.top_k, op.solo_bg_z)
             print(f"{op.threshold:>9.2f} {op.solo_bg_z:>6g} {op.top_k:>5} {_fmt(m)}")

@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal, Protocol, TypeVar
 
+import anyio
 import numpy as np
 
 from bosun.core.audit.align import TokenEncoder, WordStates, encoder_from_embedder, seed_pooled
@@ -24,6 +25,7 @@ from bosun.core.audit.audit import ComplianceViolation, plan_audit, resolve_matc
 from bosun.core.audit.audit import filter_sources as core_filter
 from bosun.core.audit.config import config_from_dict, parse_as_of
 from bosun.core.embedding import CachingEmbedder, Vectors
+from bosun.core.judge import Judge
 
 Progress = Callable[[float, float | None, str], Awaitable[None]]
 HEARTBEAT_S = 2.0  # how often a caller hears that the audit is still waiting for the model
@@ -36,6 +38,10 @@ class _Embeds(Protocol):
     async def model_id(self) -> str: ...
 
     async def embedder(self) -> Any: ...
+
+    async def judge(self) -> Judge | None: ...
+
+    def judge_notice(self) -> str | None: ...
 
 
 class AuditService:
@@ -57,9 +63,20 @@ class AuditService:
             what = (f"embedding {len(plan.claims)} claim(s) and {len(texts) - len(plan.claims)} candidate "
                     f"sentence(s) from {len(plan.admitted)} chunk(s)")
             vectors, words = await self._reporting(self._vectors_and_words(texts), what, progress)
+        judge = await self._model.judge()
+        if judge is not None and not getattr(judge, "has_claims", True):
+            judge = None  # a relevance-only reranker: the rules decide
         if progress is not None:
-            await progress(1.0, 1.0, f"matching {len(plan.claims)} claim(s)")
-        report = run_audit(plan, parse_as_of(as_of, "as_of"), vectors, words)
+            await progress(1.0, 1.0, f"matching {len(plan.claims)} claim(s)"
+                           + (" and reading each with the judge" if judge is not None else ""))
+        day = parse_as_of(as_of, "as_of")
+        if judge is None:
+            report = run_audit(plan, day, vectors, words)
+        else:  # the judge's model run would hold the event loop: a worker thread runs it
+            report = await anyio.to_thread.run_sync(lambda: run_audit(plan, day, vectors, words, judge))
+        notice = self._model.judge_notice()
+        if notice:
+            report.setdefault("notices", []).append(notice)
         if cfg.matcher == "semantic":
             report["matcher_model"] = await self._model.model_id()
         return report

@@ -29,6 +29,7 @@ from bosun.core.routing import shipped_vectors
 from bosun.core.routing.abstain import SHIPPED, OperatingPoint, divergence, separability
 from bosun.core.routing.background import BACKGROUND
 from bosun.core.routing.corpus import Policy, PolicyParseError, corpus_fingerprint, is_active, parse_policy
+from bosun.core.routing.rerank import judged_route
 from bosun.core.routing.route import (
     PolicyIndex,
     RouteResult,
@@ -498,11 +499,17 @@ class PolicyService:
             hit["route_ms"] = round((time.perf_counter() - t0) * 1000, 3)
             return hit
         emb = await self.engine.embedder()
+        judge = await self.engine.judge()
         op = self.operating_point()
 
         def work() -> RouteResult:
             # prompts are not persisted to the SQLite embedding cache: a commit per turn costs more
             # than it saves; the in-memory LRU still serves repeats
+            if judge is not None:  # the judge re-reads the first stage's top documents and decides admission
+                vec = emb.embed([prompt])
+                with _blas().limit(limits=1, user_api="blas"):
+                    return judged_route(served.index, prompt, vec[0], judge, op.top_k if top_k is None else top_k,
+                                        rrf_k=op.rrf_k)
             # a multi-intent prompt's clauses are embedded in the same model call (route scores each one)
             clauses = clause_texts(prompt)
             vecs = emb.embed([prompt, *clauses])
@@ -522,7 +529,12 @@ class PolicyService:
             notices.append(f"the last corpus reload failed, serving the previous index: {self.error}")
             out["degraded"] = True  # routing on a stale corpus: telemetry counts it
         cal = served.index.calibration
-        if self.calibrated() and cal is not None:
+        judge_notice = self.engine.judge_notice()
+        if judge_notice:
+            notices.append(judge_notice)
+        if judge is not None:
+            out["judge"] = judge.model_id()
+        elif self.calibrated() and cal is not None:
             # one short line on every answer; the full figures are in bosun://policies and /healthz
             notices.append(cal.describe())
         if notices:
