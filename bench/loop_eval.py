@@ -314,12 +314,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "bench" / "results" / "precheck.md"))
     parser.add_argument("--dump-sample", help="write the labelling sample (jsonl) here")
+    parser.add_argument("--stuck-only", action="store_true",
+                        help="only the stuck SWE-agent runs and the per-rule fires on miniswe and tau (issue 37)")
     parser.add_argument("--with-example-rules", action="store_true",
                         help="also count how often invariants.example.toml fires on the data")
     args = parser.parse_args()
     if not (SHARED / DATASETS["miniswe"]).exists():
         print(f"data not found under {SHARED}; set BOSUN_SHARED", file=sys.stderr)
         return 2
+    if args.stuck_only:
+        print("\n".join(stuck_report(SHARED) + fires_report({name: load(name) for name in DATASETS})))
+        return 0
     example = parse_rules((ROOT / "invariants.example.toml").read_text(), "invariants.example.toml")
     data = {name: load(name) for name in DATASETS}
     per: dict[str, RunStats] = {}
@@ -351,6 +356,7 @@ def main() -> int:
     labels = read_labels()
     lines = report(per, fired, quiet, labels, data, rule_hits)
     lines += family_report(splits)
+    lines += stuck_report(SHARED) + fires_report(data)
     Path(args.out).write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
     return 0
@@ -500,6 +506,156 @@ def report(per: dict[str, RunStats], fired: list[Firing], quiet: list[tuple[str,
     us = [u for s in per.values() for u in s.us]
     lines += ["", f"Core precheck (`core.precheck.evaluate`, no I/O): median {statistics.median(us):.1f} us, "
               f"p99 {sorted(us)[int(len(us) * 0.99)]:.1f} us over {len(us):,} calls."]
+    return lines
+
+
+# ---------------------------------------------------------------- issue 37: stuck SWE-agent runs, labelled stretches
+STUCK_RUNS = "data/trajectories/sweagent-loops-dev.jsonl.gz"
+STUCK_LABELS = "data/trajectories/sweagent-loops-dev-labels.jsonl.gz"
+RULES = ("runaway", "loop_pattern", "repeated_failure", "oscillation")
+# issue 37: a fifth of the dev runs held out while the guard was changed, fixed by this seed beforehand
+STUCK_SEED = "issue37-stuck-holdout"
+STUCK_HELD_OUT = 0.2
+# SWE-agent 1.0 does not record exit codes: a harness would know them. The replay reads a failure off the
+# output as a shell would report it (the editor tool's own error messages, a final exception, a shell error);
+# searches and views fail only when their path is missing (a grep hit on "Error" is a result, not a failure)
+_EDITOR_ERROR = re.compile(r"No replacement was performed|^Invalid |did not appear verbatim|"
+                           r"The path \S+ does not exist|is not a valid|must be one of", re.M)
+_SHELL_ERROR = re.compile(r"command not found|No such file or directory|: not found$|^fatal: ", re.M)
+_FINAL_EXC = re.compile(r"^\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)\b|Traceback \(most recent)", re.M)
+_READS = re.compile(r"^(?:cd \S+ && )?(?:str_replace_editor view|grep|find|ls|cat|head|tail|sed -n|wc)\b")
+
+
+def stuck_failed(cmd: str, output: str) -> bool:
+    """Whether a SWE-agent step failed, as its exit status would say (see the comment above)."""
+    if _EDITOR_ERROR.search(output[:2000]) or _SHELL_ERROR.search(output[-2000:]):
+        return True
+    if _READS.match(cmd.strip()):
+        return False
+    tail = "\n".join(output.strip().splitlines()[-3:])
+    return bool(_FINAL_EXC.search(tail) or re.search(r"\b\d+ (?:failed|errors?)\b|^FAILED \(", tail, re.M))
+
+
+def stuck_held_out(run_id: str) -> bool:
+    digest = hashlib.sha256(f"{STUCK_SEED}:{run_id}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") / 2**32 < STUCK_HELD_OUT
+
+
+@dataclass
+class StuckStats:
+    runs: int = 0
+    steps: int = 0
+    stretches: int = 0
+    detected: int = 0  # stretches with a warn or block inside
+    fires: int = 0  # steps answered warn or block
+    inside: int = 0
+    rule_fires: Counter[str] = field(default_factory=Counter)  # rule -> steps where it warned or blocked
+    rule_inside: Counter[str] = field(default_factory=Counter)
+    resolved_blocks: Counter[str] = field(default_factory=Counter)  # run id -> blocks, runs that resolved
+    outside: list[tuple[str, int, str]] = field(default_factory=list)  # (run, step, fired) for reading
+
+
+def stuck_replay(runs: list[dict[str, Any]], labels: dict[str, list[dict[str, Any]]], stats: StuckStats) -> None:
+    """Each step as SWE-agent issues it (a bash command line; its editor is a program there) through precheck,
+    then observe; a warn or block is inside when the step lies in a labelled stuck stretch [start, end]."""
+    for run in runs:
+        rid = run["run_id"]
+        stretches = labels.get(rid, [])
+        inside_steps = {i for s in stretches for i in range(s["start"], s["end"] + 1)}
+        hit = [False] * len(stretches)
+        journal = Journal(rid)
+        state = journal.append("task_started", {"objective": f"replay {rid}", "plan": []})
+        stats.runs += 1
+        stats.stretches += len(stretches)
+        for idx, step in enumerate(run["steps"]):
+            args = {"command": step["cmd"]}
+            output = step.get("output") or ""
+            answer = evaluate("bash", args, state, RuleSet(), journal.guard)
+            stats.steps += 1
+            verdict = answer["verdict"]
+            fired = [f for f in answer.get("fired", [f"{answer.get('rule', '')}:{verdict}"])
+                     if f.startswith("loop:") and f.rsplit(":", 1)[1] in ("warn", "block")]
+            if verdict in ("warn", "block"):
+                stats.fires += 1
+                inside = idx in inside_steps
+                stats.inside += inside
+                if not inside:
+                    stats.outside.append((rid, idx, ",".join(fired)))
+                for k, s in enumerate(stretches):
+                    if s["start"] <= idx <= s["end"]:
+                        hit[k] = True
+                if verdict == "block" and run.get("resolved"):
+                    stats.resolved_blocks[rid] += 1
+            for f in fired:
+                rule = f.split(":")[1]
+                stats.rule_fires[rule] += 1
+                stats.rule_inside[rule] += idx in inside_steps
+            digest = hashlib.sha256(output.encode("utf-8", "surrogatepass")).hexdigest()
+            payload: dict[str, Any] = {"tool": "bash", "args_hash": args_hash(args), "args": short_args(args),
+                                       "sha256": digest, "bytes": len(output), "tokens": estimate_tokens(output),
+                                       "ref": None, "stored_ref": "mem://sha256:" + digest}
+            if stuck_failed(step["cmd"], output):
+                payload["error_signature"] = error_signature(output)
+                payload["error"] = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")[:300]
+                state = journal.append("tool_failure", payload)
+            else:
+                payload["result_signature"] = digest[:16]
+                state = journal.append("tool_result", payload)
+        stats.detected += sum(hit)
+
+
+def stuck_report(shared: Path) -> list[str]:
+    """The per-rule table on the stuck SWE-agent runs (tune and held-out split), then miniswe and tau fires."""
+    with gzip.open(shared / STUCK_RUNS, "rt", encoding="utf-8") as fh:
+        runs = [json.loads(line) for line in fh]
+    with gzip.open(shared / STUCK_LABELS, "rt", encoding="utf-8") as fh:
+        labels = {item["run_id"]: item["stretches"] for item in map(json.loads, fh)}
+    lines = ["", "## Stuck SWE-agent runs (issue 37)", "",
+             f"`{STUCK_RUNS}`: each step replayed as the bash command line SWE-agent runs, failures read off the "
+             "output (no exit codes recorded). A fire is a step answered warn or block; inside = within a labelled "
+             f"stuck stretch. Held out: `sha256('{STUCK_SEED}:' + run_id)` below {STUCK_HELD_OUT}, fixed before "
+             "any change.", "",
+             "| split | runs | steps | stretches | detected (recall) | fires | inside (precision) | "
+             "runs resolved with >1 block | " + " | ".join(f"{r} fires / inside" for r in RULES) + " |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(RULES)]
+    parts = {"all": runs, "tune": [r for r in runs if not stuck_held_out(r["run_id"])],
+             "held_out": [r for r in runs if stuck_held_out(r["run_id"])]}
+    outside: list[tuple[str, int, str]] = []
+    for split, part in parts.items():
+        s = StuckStats()
+        stuck_replay(part, labels, s)
+        if split == "all":
+            outside = s.outside
+        many = sum(1 for n in s.resolved_blocks.values() if n > 1)
+        lines.append(f"| {split} | {s.runs} | {s.steps} | {s.stretches} | {pct(s.detected, s.stretches)} | {s.fires} | "
+                     f"{pct(s.inside, s.fires)} | {many} (blocks {sum(s.resolved_blocks.values())}) | "
+                     + " | ".join(f"{s.rule_fires[r]} / {s.rule_inside[r]}" for r in RULES) + " |")
+    if outside:
+        per_run: dict[str, list[str]] = {}
+        for rid, i, f in outside:
+            per_run.setdefault(rid, []).append(f"{i} {f.replace('loop:', '')}")
+        lines += ["", "Fires outside a labelled stretch (all runs), per run: steps and rules:", ""]
+        lines += [f"- {rid} ({len(items)}): " + ", ".join(items[:6]) + (" …" if len(items) > 6 else "")
+                  for rid, items in per_run.items()]
+    return lines
+
+
+def fires_report(data: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """Warn and block fires per rule on runs with almost no loops (miniswe, tau): each one is suspect."""
+    lines = ["", "Warn/block fires on runs with almost no loops (each is suspect):", "",
+             "| data | runs | calls | warn | block | " + " | ".join(RULES) + " | runs with a fire |",
+             "|---|---:|---:|---:|---:|" + "---:|" * len(RULES) + "---:|"]
+    for name, runs in data.items():
+        s = RunStats()
+        replay(name, runs, RuleSet(), s)
+        per_rule: Counter[str] = Counter()
+        for f in s.fired:
+            if f.verdict in ("warn", "block"):
+                for p in set(f.patterns):
+                    per_rule[p] += 1
+        fired_runs = {f.traj_id for f in s.fired if f.verdict in ("warn", "block")}
+        lines.append(f"| {name} | {len(runs)} | {s.calls} | {s.verdicts['warn']} | {s.verdicts['block']} | "
+                     + " | ".join(str(per_rule[r]) for r in RULES) + f" | {len(fired_runs)} |")
     return lines
 
 

@@ -18,8 +18,14 @@ from bosun.core.errors import InvalidInput
 MAX_ARGS_BYTES = 256_000  # a proposed call's canonical args beyond this are refused (field "args")
 
 SHELL_TOOLS = frozenset({"bash", "shell", "sh", "zsh", "run", "run_command", "execute", "exec", "terminal",
-                         "run_shell", "execute_command", "run_terminal_cmd", "cmd", "powershell"})
+                         "run_shell", "execute_command", "run_terminal_cmd", "cmd", "powershell", "execute_bash",
+                         "local_shell", "exec_command", "run_in_terminal", "container.exec"})
+# editor tools whose ``command`` argument is a sub-command (view, create, str_replace ...), never shell text:
+# SWE-agent's and OpenHands' str_replace_editor, Anthropic's text editor tool
+EDITOR_TOOLS = frozenset({"str_replace_editor", "str_replace_based_edit_tool", "text_editor", "file_editor"})
 _SHELL_ARG_KEYS = ("command", "cmd", "script", "input")
+_SHELLS = frozenset({"bash", "sh", "zsh", "dash"})
+_SAFE_WORD = re.compile(r"^[\w@%+=:,./-]+$")
 _HEX = re.compile(r"0x[0-9a-fA-F]+|\b[0-9a-f]{12,}\b")
 _NUM = re.compile(r"\d+(?:\.\d+)?")
 _SPACE = re.compile(r"\s+")
@@ -99,16 +105,32 @@ def _last_lines(text: str, n: int) -> list[str]:
 
 
 def shell_command(tool: str, args: Any) -> str | None:
-    """The command text when ``tool`` is a shell tool, else None."""
+    """The command text when ``tool`` is a shell tool, else None.
+
+    An argv list (Codex's ``shell``: ``["bash", "-lc", "ls"]``) gives its script, or its words
+    joined as a shell would read them; an editor tool's ``command`` is a sub-command, not shell text.
+    """
+    name = tool.rsplit("__", 1)[-1].lower()
     if isinstance(args, str):
-        return args if tool.lower() in SHELL_TOOLS else None
-    if not isinstance(args, Mapping):
+        return args if name in SHELL_TOOLS else None
+    if not isinstance(args, Mapping) or name in EDITOR_TOOLS:
         return None
     for key in _SHELL_ARG_KEYS:
         value = args.get(key)
-        if isinstance(value, str) and (tool.lower() in SHELL_TOOLS or key in ("command", "cmd")):
+        if not (name in SHELL_TOOLS or key in ("command", "cmd")):
+            continue
+        if isinstance(value, str):
             return value
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return _argv_text(value)
     return None
+
+
+def _argv_text(argv: list[str]) -> str:
+    """The shell text of an argv list: ``bash -lc SCRIPT`` is its script; other words are quoted as needed."""
+    if len(argv) >= 3 and argv[0].rsplit("/", 1)[-1] in _SHELLS and argv[1] in ("-c", "-lc", "-ic", "-xc"):
+        return argv[2]
+    return " ".join(w if _SAFE_WORD.match(w) else "'" + w.replace("'", "'\\''") + "'" for w in argv)
 
 
 def clean_text(text: str) -> str:

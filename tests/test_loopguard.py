@@ -138,14 +138,25 @@ def test_oscillation_warns_on_abab() -> None:
 def test_runaway_warns_then_blocks_and_progress_resets_it() -> None:
     g = LoopGuard(LoopPolicy(runaway_warn=3, runaway_block=5))
     ok(g, "think", {"thought": "first"}, "")
-    for i in range(3):
-        ok(g, "think", {"thought": f"t{i}"}, "")
+    ok(g, "think", {"thought": "second"}, "")
+    for i in range(3):  # going round in circles: each call ends as it ended before
+        ok(g, "think", {"thought": ("first", "second")[i % 2]}, "")
     assert ("runaway", "warn") in patterns(g, "think", {"thought": "again"})
     for i in range(2):
-        ok(g, "think", {"thought": f"u{i}"}, "")
+        ok(g, "think", {"thought": ("first", "second")[i % 2]}, "")
     assert ("runaway", "block") in patterns(g, "think", {"thought": "again"})
     g.observe("step_completed", {"step": "analyse"})
     assert not any(p == "runaway" for p, _ in patterns(g, "think", {"thought": "again"}))
+
+
+def test_new_searches_that_come_back_empty_are_exploring_not_a_runaway() -> None:
+    g = LoopGuard(LoopPolicy(runaway_warn=3, runaway_block=5))
+    for name in ("class Foo", "def foo", "FOO =", "foo(", "import foo", "Foo.bar"):
+        ok(g, "bash", sh(f"grep -rn '{name}' src"), "")
+    assert not any(p == "runaway" for p, _ in patterns(g, "bash", sh("grep -rn 'foo_bar' src")))
+    for _ in range(3):  # the same empty search again and again is not
+        ok(g, "bash", sh("grep -rn 'foo(' src"), "")
+    assert ("runaway", "warn") in patterns(g, "bash", sh("grep -rn 'foo_bar' src"))
 
 
 def test_file_read_with_a_new_hash_is_a_change() -> None:

@@ -24,7 +24,16 @@ Progress (documented, explicit): a call makes progress when
     successful call to a mutating API tool (``book_*``, ``update_*``, ``cancel_*`` ...);
   * a plan step is completed (``step_completed``);
   * a state flag changes value (``state_flag``, e.g. ``tests_passed``);
-  * it returns a result (or an error) never seen before in this task.
+  * it returns a result (or an error) this call never returned before in this task (a new search
+    that comes back empty is exploring; the same call with the same outcome is not progress).
+
+Harness vocabularies (``core/guard/harness.py``) say which tools edit, read or run: an edit
+through Claude Code's ``Edit``, SWE-agent's ``str_replace_editor`` (as a tool or as the shell
+program it is there), Codex's ``apply_patch``, Cursor's ``edit_file`` ... is a world change
+when it succeeds; a failed edit changed nothing. Failures are grouped by command family: the
+program and what it runs (``python repro.py``, ``python -m pytest``, ``str_replace_editor
+str_replace``), never the ``cd dir &&`` in front; an editor's failures by the words before the
+text it quotes ("No replacement was performed, old_str `...`").
 A world change starts a new *epoch*: failures are counted per epoch, and a result is
 only a duplicate if it was produced in the current epoch. So re-running the tests after
 an edit is progress, never a loop. A call that fails exactly as its previous run did
@@ -51,6 +60,7 @@ from bosun.core.actions import (
     error_signature,
     shell_command,
 )
+from bosun.core.guard.harness import classify
 from bosun.core.guard.shell_effects import analyse, is_source_path, normalise_path, paths_overlap
 
 _MUTATING = re.compile(
@@ -64,6 +74,7 @@ _TRANSIENT = re.compile(
     r"|try again|unavailable|EAGAIN|ECONNRESET|network is unreachable",
     re.IGNORECASE,
 )
+_QUOTE = re.compile(r"[`'\"]")
 # a shell command's non-zero exit is only an error when its output ends like one (linters, grep, diff exit 1 too)
 _ERRORISH = re.compile(r"error|exception|traceback|fail|fatal|denied|not found|no such|cannot|can't|unable|"
                        r"invalid|refused|abort|panic|segmentation|killed|errno|undefined", re.IGNORECASE)
@@ -78,6 +89,18 @@ def call_key(tool: str, a_hash: str) -> str:
 def fingerprint(tool: str, canonical: str, result_signature: str) -> str:
     """sha256(tool || canonical_args || result_signature): identity of a call and its outcome."""
     return hashlib.sha256(f"{tool}\x00{canonical}\x00{result_signature}".encode()).hexdigest()
+
+
+def editor_signature(error_text: str) -> str:
+    """What kind of failure an edit had: its first line up to the text it quotes, numbers masked.
+
+    Editors quote the text they could not find ("No replacement was performed, old_str `...` did
+    not appear verbatim", "String to replace not found in file"); three edits missing three
+    different texts fail the same way, which is the loop. "" when no such words lead the line.
+    """
+    first = next((ln.strip() for ln in error_text.splitlines() if ln.strip()), "")
+    head = _QUOTE.split(first, 1)[0].strip(" ,:;")
+    return "edit: " + error_signature(head) if len(head) >= 12 else ""
 
 
 def is_transient(error_text: str) -> bool:
@@ -158,6 +181,8 @@ class _Effects:
     reads: tuple[str, ...] | None
     created: dict[str, bool]
     executes: bool = False  # runs a program (not a plain reader) that writes no file we can see
+    editor: bool = False  # writes only through an editor tool (Edit, str_replace_editor ...): a failure wrote nothing
+    api: bool = False  # a tool no harness vocabulary knows: judged by its name (is_mutating_tool)
 
 
 def _lru_put(table: OrderedDict[Any, Any], key: Any, value: Any, cap: int) -> None:
@@ -243,19 +268,29 @@ class LoopGuard:
 
     def remember(self, tool: str, args: Any) -> None:
         """Analyse a proposed call's full arguments now, for when its (shortened) result event arrives."""
-        if shell_command(tool, args) is None:
+        if classify(tool, args).kind == "other":
             return
         key = call_key(tool, args_hash(args))
         _lru_put(self.remembered, key, self._effects(tool, args), 64)
 
     def _effects(self, tool: str, args: Any) -> _Effects:
-        """Family, writes (paths or None = unknown), reads and created scripts of a call."""
-        command = shell_command(tool, args)
-        if command is None:
-            return _Effects(tool, (), None, {})
-        effect = analyse(command, self.scripts)
-        return _Effects(f"{tool}:{effect.family}", effect.targets if effect.writes else (), effect.reads,
-                        effect.created_scripts, executes=not effect.writes and effect.reads is None)
+        """Family, writes (paths or None = unknown), reads and created scripts of a call.
+
+        The harness vocabularies (core/guard/harness.py) say what an edit, read or run tool does;
+        a shell command's text is analysed; any other tool is judged by its name when it succeeds.
+        """
+        action = classify(tool, args)
+        if action.kind == "run" and action.command is not None:
+            effect = analyse(action.command, self.scripts)
+            return _Effects(f"{tool}:{effect.family}", effect.targets if effect.writes else (), effect.reads,
+                            effect.created_scripts, executes=not effect.writes and effect.reads is None,
+                            editor=effect.editor_writes)
+        paths = None if action.paths is None else tuple(normalise_path(p) for p in action.paths)
+        if action.kind == "edit":
+            return _Effects(tool, paths, None, {}, editor=True)
+        if action.kind == "read":
+            return _Effects(tool, (), paths, {})
+        return _Effects(tool, (), None, {}, api=True)
 
     def fresh(self, rec: _Call) -> bool:
         """Whether nothing that ``rec``'s last result depends on changed since it was produced."""
@@ -284,13 +319,18 @@ class LoopGuard:
         if failed:
             error_text = str(payload.get("error") or "")
             sig = str(payload.get("error_signature") or "") or error_signature(error_text)
+            if fx.editor:
+                sig = editor_signature(error_text) or sig
             outcome = "E:" + sig
         else:
             sig = str(payload.get("result_signature") or payload.get("sha256") or "")
             outcome = "R:" + sig
         fp = hashlib.sha256(f"{key}\x00{outcome}".encode()).digest()
-        seen = int.from_bytes(hashlib.sha256(outcome.encode()).digest()[:8], "big")
-        progress = seen not in self.signatures  # a result (or error) never seen before in this task
+        # progress: this call has never ended this way before. Keyed by call and outcome, not the outcome alone:
+        # searches for different things that all come back empty are exploring, not looping (an empty output
+        # seen once in the task made every later empty result "no progress"); repeats and cycles stay repeats
+        seen = int.from_bytes(fp[:8], "big")
+        progress = seen not in self.signatures
         self.signatures.pop(seen, None)
         self.signatures[seen] = None
         if len(self.signatures) > self.policy.max_signatures:
@@ -299,21 +339,21 @@ class LoopGuard:
         # a failing build or install may name unknown targets, but repeating its failure is not progress
         same_failure = (failed and rec.fail_sig is not None and rec.fail_epoch == self.world
                         and rec.fail_sig == sig)
-        if (fx.writes is None or fx.writes) and not same_failure:
+        if (fx.writes is None or fx.writes) and not same_failure and not (failed and fx.editor):
             self._world_changed(fx.writes)
             progress = True
         elif fx.executes:
             # a program ran: it may have written outputs/caches (not sources); a tick of the clock, not progress
             self.epoch += 1
             self.exec_change = self.epoch
-        elif not failed and shell_command(tool, args) is None and is_mutating_tool(tool):
+        elif not failed and fx.api and is_mutating_tool(tool):
             self._world_changed(None)
             progress = True
         if failed:
             rec.fail_sig = sig
             rec.fail_epoch = self.world
             rec.fail_transient = is_transient(str(payload.get("error") or "")) or is_transient(sig)
-            if sig and (shell_command(tool, args) is None or _ERRORISH.search(sig)):
+            if sig and (fx.editor or shell_command(tool, args) is None or _ERRORISH.search(sig)):
                 group = (family, sig)
                 keys = self.failures.get(group) or set()
                 if len(keys) < 16:  # only "one or several argument sets" matters; stay bounded
@@ -349,7 +389,7 @@ class LoopGuard:
         fx = self.remembered.get(key)
         if fx is None:
             fx = self._effects(tool, args)
-            if remember and shell_command(tool, args) is not None:
+            if remember and classify(tool, args).kind != "other":
                 _lru_put(self.remembered, key, fx, 64)
         family = fx.family
         rec = self.calls.get(key)

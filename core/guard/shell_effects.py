@@ -17,6 +17,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from bosun.core.actions import EDITOR_TOOLS
+from bosun.core.guard.harness import READ_SUBCOMMANDS, patch_paths
+
 _HEREDOC = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 # output redirection to a file: `> f`, `>> f`, `2> f`, `&> f`; not `>&2`, `2>&1`, `/dev/null`
 _REDIRECT = re.compile(r"(?:^|[^<>&0-9])(?:[0-9]|&)?>>?(?!&)\s*([^\s;&|<>()]+)")
@@ -69,6 +72,7 @@ class ShellEffect:
     scripts_run: tuple[str, ...] = ()
     created_scripts: dict[str, bool] = field(default_factory=dict)  # path -> does its body write files
     programs: tuple[str, ...] = ()  # the program of every segment ("python -m pytest" keeps its module)
+    editor_writes: bool = False  # every write is an editor tool's (str_replace_editor, apply_patch): none if it failed
 
 
 def _strip_heredocs(command: str) -> tuple[str, list[tuple[str, str]]]:
@@ -220,6 +224,25 @@ def is_source_path(path: str) -> bool:
     return ext in _SOURCE_EXT and not name.lower().endswith(("output.txt", ".log.txt", "out.txt"))
 
 
+_NO_FAMILY = frozenset({"cd", "pushd", "popd", "export", "source", ".", "set", "unset", "ulimit", "umask"})
+
+
+def _kind(prog: str, args: list[str]) -> str:
+    """A command's family, for grouping failures: the program, with what it runs when that is the program's
+    real identity (``python -m pytest``, ``python repro.py``, ``str_replace_editor str_replace``), so a
+    reproduction script failing is not counted with the test runner failing, nor ``cd dir && ...`` with all."""
+    if _is_python(prog):
+        if args[:1] == ["-m"] and len(args) > 1:
+            return f"python -m {args[1]}"
+        if "-c" in args:
+            return "python -c"
+        script = next((a for a in args if not a.startswith("-")), "")
+        return f"python {script.rsplit('/', 1)[-1]}" if script else "python"
+    if prog in EDITOR_TOOLS and args:
+        return f"{prog} {args[0]}"
+    return prog
+
+
 def _is_python(prog: str) -> bool:
     return prog.startswith("python")
 
@@ -263,6 +286,7 @@ def _analyse(command: str) -> ShellEffect:
     scripts: list[str] = []
     created: dict[str, bool] = {}
     families: list[str] = []
+    kind = ""  # the family: what the first segment that runs something runs (see _kind)
     for target in _REDIRECT.findall(_QUOTED.sub("''", text)):
         if target.startswith("/dev/") or target.startswith("&"):
             continue
@@ -285,6 +309,13 @@ def _analyse(command: str) -> ShellEffect:
             unknown_targets = True
     first_segment = True
     known = {**known, **created}
+    editor = False  # an editor tool writes (kept apart: a failed editor call wrote nothing)
+    for opening, body in docs:  # Codex through a shell: apply_patch <<'EOF' ... EOF
+        if _program(_words(opening.split("<<", 1)[0]))[0] == "apply_patch":
+            editor = True
+            named = patch_paths(body)
+            targets.extend(named or ())
+            unknown_targets = unknown_targets or named is None
     for segment in _segments(text):
         words = _words(segment.strip())
         if not words:
@@ -294,6 +325,26 @@ def _analyse(command: str) -> ShellEffect:
             continue
         families.append(f"{prog} -m {args[1]}" if _is_python(prog) and args[:1] == ["-m"] and len(args) > 1 else prog)
         was_first, first_segment = first_segment, False
+        if not kind and prog not in _NO_FAMILY:
+            kind = _kind(prog, args)
+        if prog in EDITOR_TOOLS:  # SWE-agent runs its editor as a program: str_replace_editor <sub> <path> ...
+            sub, path = [*args, "", ""][:2]
+            if sub in READ_SUBCOMMANDS:
+                reads.append(path or ".")
+                continue
+            editor = True
+            if path and not path.startswith("-"):
+                targets.append(path)
+            else:
+                unknown_targets = True
+            continue
+        if prog == "apply_patch":
+            if "<<" not in segment:  # a heredoc body was read above
+                editor = True
+                named = patch_paths("\n".join(args))
+                targets.extend(named or ())
+                unknown_targets = unknown_targets or named is None
+            continue
         if prog in {"cd", "pushd", "popd", "export", "source", "."}:
             unknown_targets = unknown_reads = True  # the working directory or environment changed
             continue
@@ -373,7 +424,9 @@ def _analyse(command: str) -> ShellEffect:
             if known.get(prog) or known.get(prog.lstrip("./")):
                 writes = True
                 unknown_targets = True
-    family = families[0].split(" ", 1)[0] if families else ""
+    family = kind or (families[0].split(" ", 1)[0] if families else "")
+    editor_writes = editor and not writes
+    writes = writes or editor
     if any(ch in t for t in targets for ch in "*?[$`"):
         unknown_targets = True
     return ShellEffect(
@@ -385,4 +438,5 @@ def _analyse(command: str) -> ShellEffect:
         scripts_run=tuple(scripts),
         created_scripts=created,
         programs=tuple(families),
+        editor_writes=editor_writes,
     )
