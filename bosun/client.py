@@ -47,7 +47,7 @@ class BosunClientError(Exception):
 
 
 class ConnectionFailed(BosunClientError):
-    """No daemon could be reached (or started)."""
+    """No daemon could be reached (or started): the message names the endpoint and how to start one."""
 
 
 class ToolCallError(BosunClientError):
@@ -63,6 +63,25 @@ class ToolCallError(BosunClientError):
 
 
 _FIELD = re.compile(r"^([A-Za-z_][\w.\[\]]*): ")  # "candidates[2].text: is 1,200,000 bytes; ..."
+_REFUSALS = (-32602, -32600, -32601)  # JSON-RPC invalid params / request, method not found
+
+
+def _root_causes(exc: BaseException) -> list[BaseException]:
+    """The leaves of an exception group (the SDK's task groups wrap a refused connection in one)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _root_causes(inner)]
+    return [exc]
+
+
+def _unreachable(endpoint: str, exc: BaseException) -> str:
+    """Why nothing answered at ``endpoint``, and the one command that fixes the usual cause."""
+    causes = "; ".join(dict.fromkeys(f"{type(c).__name__}: {c}" if str(c) else type(c).__name__
+                                     for c in _root_causes(exc)))
+    if endpoint == "stdio":
+        return (f"cannot start or reach bosun through `python -m bosun stdio` ({causes}); "
+                f"check that bosun is installed in {sys.executable}, or start the daemon with `bosun serve`")
+    return (f"cannot reach bosun at {endpoint or 'its endpoint'} ({causes}); is the daemon running? "
+            f"start it with `bosun serve`")
 
 
 # -- typed answers (the keys the client guarantees; the daemon may send more) ---------------------
@@ -205,7 +224,7 @@ class AsyncBosun:
             raise
         except Exception as exc:
             await stack.aclose()
-            raise ConnectionFailed(f"cannot reach bosun at {self.endpoint or 'its endpoint'}: {exc}") from exc
+            raise ConnectionFailed(_unreachable(self.endpoint, exc)) from exc
         self._stack = stack
         return self
 
@@ -222,8 +241,15 @@ class AsyncBosun:
         """Call ``tool`` with ``arguments`` (``None`` values dropped); the answer as a dict, errors raised."""
         if self._client is None:
             raise BosunClientError("the client is not open: use `async with AsyncBosun() as b:`")
+        from mcp.shared.exceptions import MCPError
+
         args = {k: v for k, v in arguments.items() if v is not None}
-        res = await self._client.call_tool(tool, args, progress_callback=progress)
+        try:
+            res = await self._client.call_tool(tool, args, progress_callback=progress)
+        except MCPError as exc:  # refused before it ran (an unknown tool, arguments not an object): still a refusal
+            if exc.error.code in _REFUSALS:
+                raise ToolCallError(tool, exc.error.message) from exc
+            raise
         text = " ".join(getattr(c, "text", "") for c in res.content or [])
         if res.is_error:
             raise ToolCallError(tool, text or "the tool failed without a message")

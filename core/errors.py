@@ -1,7 +1,8 @@
 """Domain errors. The server layer turns these into MCP ToolErrors.
 
-Every error names the field at fault and what would be accepted, because the
-caller is usually a model that has to fix its own call.
+Every error names the field at fault and what would be accepted, in one form
+(``<field>: <what is wrong>; accepted: ...``), because the caller is usually a model
+that has to fix its own call.
 """
 
 from __future__ import annotations
@@ -20,17 +21,24 @@ class InvalidInput(BosunError):
         self.accepted = accepted
         text = f"{field}: {problem}"
         if accepted:
-            text += f" (accepted: {accepted})"
+            text += f"; accepted: {accepted}"
         super().__init__(text)
 
 
-class NotFound(BosunError):
-    """A named thing (ref, task, policy) does not exist."""
+# the argument that names each kind of thing, when the caller does not say (a tool error starts with its field)
+_FIELD_OF = {"task": "task_id", "handoff": "handoff_id", "ref": "ref", "policy": "name"}
 
-    def __init__(self, kind: str, key: str, hint: str | None = None) -> None:
+
+class NotFound(BosunError):
+    """A named thing (ref, task, policy) does not exist: ``<field>: <kind> not found: <key>; <hint>``."""
+
+    def __init__(self, kind: str, key: str, hint: str | None = None, field: str | None = None) -> None:
         self.kind = kind
         self.key = key
+        self.field = field or _FIELD_OF.get(kind)
         text = f"{kind} not found: {key}"
+        if self.field:
+            text = f"{self.field}: {text}"
         if hint:
             text += f"; {hint}"
         super().__init__(text)

@@ -91,17 +91,26 @@ def tool(annotations: ToolAnnotations) -> Callable[[Callable[P, Awaitable[Any]]]
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> CallToolResult:
             try:
                 return as_result(await fn(*args, **kwargs))
-            except ToolError:
+            except MCPError:
                 raise
-            except BosunError as exc:
-                raise ToolError(str(exc)) from exc
-            except Exception as exc:
-                raise ToolError(internal_error(fn.__name__)) from exc
+            except (ToolError, BosunError) as exc:
+                return refusal(fn.__name__, str(exc))
+            except Exception:
+                return refusal(fn.__name__, internal_error(fn.__name__))
 
         setattr(wrapper, _SPEC, annotations)
         return wrapper
 
     return mark
+
+
+def refusal(tool_name: str, message: str) -> CallToolResult:
+    """A tool error as the model reads it: ``field: what is wrong; accepted: ...``, nothing before it.
+
+    Returned rather than raised: the SDK prefixes a raised error with "Error executing tool <name>: ",
+    which only the argument guard's errors escaped, so the same mistake read two ways."""
+    log.info("tool %s refused its arguments", tool_name)  # not the message: it can quote caller data
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
 def protocol_errors(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
@@ -156,7 +165,7 @@ def argument_guard(tools: Sequence[Tool]) -> Any:
         name = params.get("name")
         built = by_name.get(name) if isinstance(name, str) else None
         if built is None:
-            raise MCPError(INVALID_PARAMS, f"Unknown tool: {name!r}; known tools: {listing}")
+            raise MCPError(INVALID_PARAMS, f"name: unknown tool {name!r}; accepted: {listing}")
         arguments = params.get("arguments")
         if arguments is None:
             arguments = {}
@@ -165,8 +174,7 @@ def argument_guard(tools: Sequence[Tool]) -> Any:
                                            f"got {_json_type(arguments)}")
         problem = argument_problem(built, arguments)
         if problem is not None:
-            log.info("tool %s refused its arguments", name)  # not the field: a key can be caller data
-            return CallToolResult(content=[TextContent(type="text", text=problem)], is_error=True)
+            return refusal(str(name), problem)
         return await call_next(ctx)
 
     return middleware
@@ -179,7 +187,7 @@ def argument_problem(built: Tool, arguments: dict[str, Any]) -> str | None:
         if key not in known:
             close = difflib.get_close_matches(str(key), known, n=1, cutoff=0.6)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            return f"{key}: unknown argument of {built.name}; {hint}known: {', '.join(known)}"
+            return f"{key}: unknown argument of {built.name}; {hint}accepted: {', '.join(known)}"
     try:
         built.fn_metadata.validate_arguments(arguments)
     except ValidationError as exc:
@@ -188,7 +196,7 @@ def argument_problem(built: Tool, arguments: dict[str, Any]) -> str | None:
 
 
 def _explain(err: Any, built: Tool) -> str:
-    """One pydantic error as ``field: problem (accepted: ...)``, without pydantic's jargon."""
+    """One pydantic error as ``field: problem; accepted: ...``, without pydantic's jargon."""
     loc = err.get("loc", ())
     field = str(loc[0]) if loc else "arguments"
     for part in loc[1:]:
@@ -200,11 +208,11 @@ def _explain(err: Any, built: Tool) -> str:
     if kind == "missing":
         return f"{field}: required by {built.name} and missing"
     if kind in ("literal_error", "enum"):
-        return f"{field}: {shown} is not one of the accepted values (accepted: {ctx.get('expected', '')})"
+        return f"{field}: {shown} is not one of the accepted values; accepted: {ctx.get('expected', '')}"
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
         bound = next(iter(ctx.values()), "")
-        return f"{field}: {shown} is out of range (accepted: {sign} {bound})"
+        return f"{field}: {shown} is out of range; accepted: {sign} {bound}"
     if kind.endswith("_type") or kind.endswith("_parsing"):
         wanted = kind.removesuffix("_type").removesuffix("_parsing").replace("_", " ")
         return f"{field}: expected {_article(wanted)}, got {_json_type(got)} {shown}"

@@ -125,7 +125,7 @@ async def test_bad_input_is_a_clear_error(client: Client, engine: Engine) -> Non
     assert "tool: not a tool name" in await error(client, "precheck", task_id=tid, tool="rm -rf /", args={})
     assert "args: too large" in await error(client, "precheck", task_id=tid, tool="bash",
                                             args={"command": "x" * 300_000})
-    with pytest.raises(MCPError, match="Unknown tool"):
+    with pytest.raises(MCPError, match=r"name: unknown tool 'prechek'; accepted: "):
         await client.call_tool("prechek", {"task_id": tid, "tool": "bash"})
 
 

@@ -75,7 +75,7 @@ class FileService:
         roots = ", ".join(str(r) for r, _ in places)
         if escaped:
             raise InvalidInput("path", f"{path} resolves outside BOSUN_ROOTS (symlink or absolute path)", roots)
-        raise NotFound("file", path, f"not found under {roots}")
+        raise NotFound("file", path, f"not found under {roots}", field="path")
 
     def _read_scrubbed(self, path: str) -> tuple[Path, os.stat_result, bytes, dict[str, int], int]:
         """The file's real path, stat, scrubbed bytes, redaction counts and token count (blocking)."""

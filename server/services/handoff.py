@@ -96,13 +96,14 @@ class HandoffService:
                 continue
             digest = await self.engine.recall.resolver.resolve(ref, f"inputs[{i}]")
             if not await self.engine.refs.exists(digest):
-                raise NotFound("ref", f"inputs[{i}] = {make_ref(digest)}", "store it first (observe returns refs)")
+                raise NotFound("ref", make_ref(digest), "store it first (observe returns refs)", field=f"inputs[{i}]")
             full.append(make_ref(digest))
         return full
 
     async def accept(self, task_id: str, handoff_id: Any, agent: Any) -> dict[str, Any]:
-        who = self.tasks.redactor.scrub(_agent(agent))
         hid = self._hid(handoff_id)
+        await self._contract(await self.tasks.get(task_id), hid)  # a wrong id is named before a missing agent
+        who = self.tasks.redactor.scrub(_agent(agent))
         for _ in range(_RETRIES):
             state = await self.tasks.get(task_id)
             contract = await self._contract(state, hid)
@@ -124,10 +125,12 @@ class HandoffService:
         raise InvalidInput("handoff_id", f"task {task_id} is changing too fast to accept {hid}; retry")
 
     async def complete(self, task_id: str, handoff_id: Any, agent: Any, result: Any) -> dict[str, Any]:
-        who = self.tasks.redactor.scrub(_agent(agent))
         hid = self._hid(handoff_id)
         state = await self.tasks.get(task_id)
-        contract = await self._contract(state, hid)
+        contract = await self._contract(state, hid)  # the task and the id exist before the arguments are read
+        who = self.tasks.redactor.scrub(_agent(agent))
+        if result is None:
+            raise InvalidInput("result", "is required to complete a handoff", "a JSON object the checks run on")
         passed, failures = check_result(contract, result)  # validates result before anything is stored
         result = redact_value(result, self.tasks.redactor)  # checked as sent, stored (ref and journal) scrubbed
         assert isinstance(result, dict)
@@ -184,7 +187,11 @@ class HandoffService:
     async def run(self, task_id: str, mode: str, handoff_id: Any = None, objective: Any = None, inputs: Any = None,
                   constraints: Any = None, checks: Any = None, budget: Any = None, to_agent: Any = None,
                   agent: Any = None, result: Any = None, seal: str | None = None) -> dict[str, Any]:
-        """One handoff call (create | accept | complete | status); the parent's drift joins the answer."""
+        """One handoff call (create | accept | complete | status); the parent's drift joins the answer.
+
+        The task is checked first, then the handoff id, then the other arguments: the error names the
+        likeliest mistake (a wrong id), not the argument a call with that id would also need."""
+        await self.tasks.get(task_id)
         if mode == "create":
             if objective is None:
                 raise InvalidInput("objective", "is required to create a handoff")
@@ -192,8 +199,6 @@ class HandoffService:
         elif mode == "accept":
             out = await self.accept(task_id, handoff_id, agent)
         elif mode == "complete":
-            if result is None:
-                raise InvalidInput("result", "is required to complete a handoff", "a JSON object the checks run on")
             out = await self.complete(task_id, handoff_id, agent, result)
         else:
             out = await self.status(task_id, handoff_id)

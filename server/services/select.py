@@ -177,8 +177,8 @@ async def resolve(engine: Any, field_name: str, items: list[Item]) -> None:
             try:
                 data = await engine.refs.get(digest)
             except NotFound as exc:
-                raise NotFound("ref", f"{where}.ref = {make_ref(digest)}",
-                               "store it first (observe), or pass the text inline") from exc
+                raise NotFound("ref", make_ref(digest), "store it first (observe), or pass the text inline",
+                               field=f"{where}.ref") from exc
             try:
                 item.text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -192,7 +192,7 @@ async def resolve(engine: Any, field_name: str, items: list[Item]) -> None:
             try:
                 policy = await policies.get(item.policy)
             except NotFound as exc:
-                raise NotFound("policy", f"{where}.policy = {item.policy}", exc.args[0]) from exc
+                raise NotFound("policy", item.policy, exc.args[0].split("; ", 1)[-1], field=f"{where}.policy") from exc
             item.text = policy.text
             _check_text(f"{where}.policy", item.text)
             item.source = item.source or f"bosun://policy/{policy.name}"

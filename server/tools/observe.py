@@ -25,7 +25,7 @@ from pydantic import Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from bosun.core.errors import BosunError, NotFound
+from bosun.core.errors import BosunError, InvalidInput, NotFound
 from bosun.server.engine import Engine
 from bosun.server.surface import WRITES, internal_error, tool
 
@@ -49,8 +49,16 @@ async def observe(
     path = result if kind == "file" and isinstance(result, str) else None
     if refs is not None or path is not None:
         result = None
-    return await ctx.request_context.lifespan_context.observe.run(
-        task_id, kind, tool, args, result, None, path, text, refs, agent=agent, intent=intent)
+    engine = ctx.request_context.lifespan_context
+    try:
+        return await engine.observe.run(task_id, kind, tool, args, result, None, path, text, refs,
+                                        agent=agent, intent=intent)
+    except InvalidInput:
+        # a wrong task_id is the likelier mistake than a missing argument: name it first (costs nothing
+        # on a call that succeeds, which is why it is checked here and not before every observe)
+        if task_id:
+            await engine.tasks.get(task_id)
+        raise
 
 
 TOOLS = [observe]
