@@ -66,7 +66,12 @@ def _add_database_url(parser: argparse.ArgumentParser) -> None:
                              "unset: SQLite in the home)")
 
 
+ANNOUNCED = ("bosun.serve",)  # INFO records an operator sees without -v: where the daemon serves
+
+
 def _logging(verbose: bool) -> None:
+    """WARNING and up to stderr; INFO too with ``-v``. A library that turns its own logger to DEBUG (bm25s
+    does, at import) is held to that floor as well, and the serving line is shown at INFO either way."""
     import logging
 
     logging.basicConfig(
@@ -74,6 +79,15 @@ def _logging(verbose: bool) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    floor = logging.INFO if verbose else logging.WARNING
+
+    def shown(record: logging.LogRecord) -> bool:
+        return record.levelno >= floor or (record.levelno >= logging.INFO and record.name in ANNOUNCED)
+
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(shown)
+    for name in ANNOUNCED:
+        logging.getLogger(name).setLevel(logging.INFO)
 
 
 def _quiet_blas() -> None:

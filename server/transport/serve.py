@@ -191,7 +191,9 @@ async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_
                 while not uv.started and not stop.is_set():
                     await anyio.sleep(0.01)
                 write_daemon_file(config.home, url, config.token, bosun.__version__)
-            log.warning("bosun %s serving %s (home %s)", bosun.__version__, url, config.home)
+            bound = sock.getsockname()
+            log.info("bosun %s serving %s (listening on %s, home %s)", bosun.__version__, url,
+                     _address(bound[0], bound[1]), config.home)
         try:
             if stdio:
                 await run_stdio(mcp)  # the SDK's stdio with the nesting rule; returns when the host closes stdin
@@ -218,6 +220,11 @@ def _divert_stdout() -> None:
         pass
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+
+
+def _address(host: str, port: int) -> str:
+    """``host:port`` as bound (``0.0.0.0:8790``, ``[::]:8790``): what the operator exposed, not what to dial."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _url_host(host: str) -> str:
