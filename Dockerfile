@@ -1,7 +1,9 @@
 # bosun as an HTTP sidecar: one warm daemon that every agent harness reaches over streamable HTTP.
 #
-#   docker build -t bosun .                      # BuildKit (the default builder since Docker 23;
-#                                                # DOCKER_BUILDKIT=1 on Docker 20.10)
+#   docker build -t bosun .                      # needs BuildKit (RUN --mount): the default builder since Docker 23
+#                                                # when the buildx plugin is installed (Debian: docker-buildx);
+#                                                # DOCKER_BUILDKIT=1 on Docker 20.10. The legacy builder fails
+#                                                # with "the --mount option requires BuildKit".
 #   umask 077; echo "BOSUN_TOKEN=$(openssl rand -hex 24)" > bosun.env   # keep the token: the host entry needs it
 #   docker run -d --name bosun -p 127.0.0.1:8790:8790 --env-file bosun.env -v bosun-data:/data bosun
 #   -> MCP endpoint http://127.0.0.1:8790/mcp (header "Authorization: Bearer $BOSUN_TOKEN"),

@@ -210,6 +210,18 @@ def test_healthcheck_timing(parsed: list[tuple[str, str]]) -> None:
     assert set(options) <= {"interval", "timeout", "start-period", "retries"}
 
 
+def test_compose_health_interval_is_the_images(parsed: list[tuple[str, str]]) -> None:
+    """compose.yaml says that without start_interval (older engines) the image's interval applies:
+    compose's own interval overrides the image's, so the two must be the same."""
+    import yaml
+
+    options, _ = healthcheck(parsed)
+    spec = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    health = spec["services"]["bosun"]["healthcheck"]
+    assert seconds(str(health["interval"])) == seconds(options["interval"])
+    assert seconds(str(health["start_interval"])) <= 1
+
+
 class _Health(http.server.BaseHTTPRequestHandler):
     status = 200
 
