@@ -32,7 +32,7 @@ from starlette.responses import JSONResponse
 import bosun
 from bosun.server.engine import Engine
 from bosun.server.protocol import completion, docs, logs, subscriptions
-from bosun.server.protocol.dispatch import dispatch_tool
+from bosun.server.protocol.dispatch import dispatch_tool, session_dispatch
 from bosun.server.surface import argument_guard, build_tools
 from bosun.server.tools import TOOL_MODULES
 
@@ -104,13 +104,16 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
     subs = subscriptions.Subscriptions(bus)
     holder = _EngineHolder(engine, forwarder, subs)
     tools = listed_tools(engine.config.tools)
+    served = [t.name for t in tools]
+    # the dispatch tool, hidden, for the bridge's hosts that ask for it (the daemon serves them all)
+    hidden = [] if DISPATCH in engine.config.tools else listed_tools([DISPATCH])
     mcp: MCPServer[Engine] = MCPServer(
         "bosun",
         version=bosun.__version__,
         instructions=INSTRUCTIONS,
         lifespan=holder.lifespan,
         log_level="WARNING",
-        tools=tools,
+        tools=[*tools, *hidden],
         subscriptions=bus,
     )
     logs.register(mcp, forwarder)  # outermost: a request's log lines are flushed before it answers
@@ -118,7 +121,8 @@ def create_server(engine: Engine | None = None) -> MCPServer[Engine]:
     subscriptions.register(mcp, subs)
     completion.register(mcp, engine)
     docs.register(mcp, [fn for module in TOOL_MODULES for fn in module.TOOLS])
-    mcp.middleware.append(argument_guard(tools))
+    mcp.middleware.append(session_dispatch(listed_tools, served))
+    mcp.middleware.append(argument_guard([*tools, *hidden]))
     for module in TOOL_MODULES:
         register = getattr(module, "register", None)
         if register is not None:

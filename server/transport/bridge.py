@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the bridge's start-up is on every host's clock: typing and 
 
 PROTOCOL_VERSION_META_KEY = "io.modelcontextprotocol/protocolVersion"
 IDEMPOTENCY_META_KEY = "bosun/idempotency_key"  # server/idempotency.py reads it
+DISPATCH_META_KEY = "bosun/tools"  # server/protocol/dispatch.py reads it: this host's BOSUN_TOOLS with dispatch
 NAME_BEARING_METHODS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _HEADER_SAFE = r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?"  # compiled on first use (re's cache), not per start
 _B64_SENTINEL = r"=\?base64\?[A-Za-z0-9+/=]*\?="
@@ -136,6 +137,8 @@ class Relay:
         self.init_messages: list[dict[str, Any]] = []  # replayed if the daemon restarts
         self.generation = 0
         self.tool_filter = {t.strip() for t in os.environ.get("BOSUN_TOOLS", "").split(",") if t.strip()}
+        # dispatch (one tool over the others) is built by the daemon for the requests that name it
+        self.dispatch = ",".join(sorted(self.tool_filter)) if "dispatch" in self.tool_filter else None
         self.list_ids: set[Any] = set()  # ids of in-flight tools/list requests (filtered per host)
         self._use(daemon)
 
@@ -287,7 +290,7 @@ class Relay:
         return payload
 
     def _write(self, payload: bytes) -> None:
-        if self.tool_filter and self.list_ids and b'"tools"' in payload:
+        if self.tool_filter and not self.dispatch and self.list_ids and b'"tools"' in payload:
             payload = self._filter_tools(payload)
         line = payload.replace(b"\n", b" ").strip() + b"\n"
         with self.out_lock:
@@ -304,6 +307,8 @@ class Relay:
         is_init = isinstance(msg, dict) and msg.get("method") in ("initialize", "notifications/initialized")
         if self.tool_filter and isinstance(msg, dict) and msg.get("method") == "tools/list":
             self.list_ids.add(msg.get("id"))
+        if self.dispatch and isinstance(msg, dict) and msg.get("method") in ("tools/list", "tools/call"):
+            msg = with_meta(msg, DISPATCH_META_KEY, self.dispatch)
         if is_init and isinstance(msg, dict):
             self.init_messages.append(msg)
         generation = self.generation
@@ -341,6 +346,15 @@ class Relay:
                 conn.getresponse().read()
             except OSError:
                 pass
+
+
+def with_meta(msg: dict[str, Any], key: str, value: str) -> dict[str, Any]:
+    """``msg`` with ``params._meta[key] = value`` (a copy; the host's message is not changed)."""
+    params = msg.get("params")
+    params = params if isinstance(params, dict) else {}
+    meta = params.get("_meta")
+    meta = meta if isinstance(meta, dict) else {}
+    return {**msg, "params": {**params, "_meta": {**meta, key: value}}}
 
 
 def with_idempotency_key(msg: dict[str, Any]) -> dict[str, Any]:
