@@ -258,13 +258,16 @@ def build_parser() -> argparse.ArgumentParser:
     import importlib
 
     import bosun
+    from bosun.server.commands import command_modules, with_example
 
-    parser = argparse.ArgumentParser(prog="bosun", description=bosun.__doc__.splitlines()[0] if bosun.__doc__ else None)
+    parser = argparse.ArgumentParser(prog="bosun", description=bosun.__doc__.splitlines()[0] if bosun.__doc__ else None,
+                                     **with_example("bosun serve    # then, in another shell: bosun run -- pytest -q"))
     parser.add_argument("--version", action="version", version=f"bosun {bosun.__version__}")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO to stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("serve", help="run the daemon (streamable HTTP; --stdio adds stdio)")
+    p = sub.add_parser("serve", help="run the daemon (streamable HTTP; --stdio adds stdio)",
+                       **with_example("bosun serve --port 8790 --policies ./policies"))
     _add_home(p)
     _add_policies(p)
     p.add_argument("--host", help="bind address (default $BOSUN_HOST or 127.0.0.1; beyond loopback needs BOSUN_TOKEN)")
@@ -274,14 +277,16 @@ def build_parser() -> argparse.ArgumentParser:
     _add_database_url(p)
     p.set_defaults(func=cmd_serve)
 
-    p = sub.add_parser("stdio", help="what an mcpServers entry runs: relay stdio to the shared daemon")
+    p = sub.add_parser("stdio", help="what an mcpServers entry runs: relay stdio to the shared daemon",
+                       **with_example('bosun stdio    # as an entry: {"command": "bosun", "args": ["stdio"]}'))
     _add_home(p)
     _add_policies(p)
     p.add_argument("--standalone", action="store_true", help="serve in this process instead of the daemon")
     _add_database_url(p)
     p.set_defaults(func=cmd_stdio)
 
-    p = sub.add_parser("provision", help="check or establish the embedding model (PRESENT/FETCHABLE/UNAVAILABLE/MISMATCH)")
+    p = sub.add_parser("provision", help="check or establish the embedding model (PRESENT/FETCHABLE/UNAVAILABLE/MISMATCH)",
+                       **with_example("bosun provision --check"))
     _add_home(p)
     p.add_argument("--check", action="store_true", help="report the state, change nothing")
     p.add_argument("--model", help="fastembed model name (default: the embedded all-MiniLM-L6-v2 int8)")
@@ -292,11 +297,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.set_defaults(func=cmd_provision)
 
-    from bosun.server.commands import command_modules
-
     for dotted in command_modules():
         module = importlib.import_module(dotted)
-        cp = sub.add_parser(module.NAME, help=module.HELP)
+        cp = sub.add_parser(module.NAME, help=module.HELP, **with_example(module.EXAMPLE))
         module.add_arguments(cp)
         cp.set_defaults(func=module.run)
     return parser

@@ -1,6 +1,7 @@
 """CLI subcommands beyond serve/stdio/provision: one module each.
 
-A module defines ``NAME``, ``HELP`` and ``add_arguments(parser)`` and ``run(args) -> int``;
+A module defines ``NAME``, ``HELP``, ``EXAMPLE`` (one command line, shown at the end of its
+``--help``), ``add_arguments(parser)`` and ``run(args) -> int``;
 ``config_of(args)`` is the process's ``Config`` (every ``BOSUN_*`` parsed once by the CLI,
 ``--home`` applied). Keep imports inside ``run``: ``bosun hook`` must start without numpy
 or fastembed.
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the config module (dataclasses, inspect) loads only for commands that read it
     from bosun.server.config import Config
@@ -26,6 +27,11 @@ def config_of(args: argparse.Namespace) -> Config:
         config = Config.from_env(home=Path(home).expanduser() if home else None)
         args.bosun_config = config
     return config
+
+def with_example(example: str) -> dict[str, Any]:
+    """``ArgumentParser`` keywords that end a command's ``--help`` with one example line, kept as written."""
+    return {"epilog": f"example:\n  {example}", "formatter_class": argparse.RawDescriptionHelpFormatter}
+
 
 def command_modules() -> list[str]:
     """Every module of this package that defines a subcommand (``NAME``), found without importing any.

@@ -15,6 +15,7 @@ from typing import Any
 
 NAME = "audit"
 HELP = "audit an answer's claims against its sources (dokis input format)"
+EXAMPLE = "bosun audit examples/audit-answer.json --config examples/provenance.toml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

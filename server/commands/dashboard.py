@@ -14,6 +14,7 @@ import sys
 
 NAME = "dashboard"
 HELP = "open the daemon's dashboard (tasks, savings, routing, audits) in a browser, or print its URL"
+EXAMPLE = "bosun dashboard --print"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 NAME = "eval"
 HELP = "measure routing quality on labelled prompts: bosun eval route score|sweep|calibrate CORPUS < labelled.jsonl"
+EXAMPLE = "bosun eval route score server/policies < examples/policies-labelled.jsonl"
 
 THRESHOLDS = (0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
 TOP_KS = (1, 2)

@@ -20,6 +20,7 @@ from typing import Any
 
 NAME = "flag"
 HELP = "set, clear or list a task's named flags (review_approved, ...), journaled with who and why"
+EXAMPLE = 'bosun flag set t_3f9a1c2b7d4e review_approved --why "PR #12 approved" --by alice'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

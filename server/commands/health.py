@@ -26,6 +26,7 @@ from typing import Any
 NAME = "health"
 HELP = "check the daemon, model, policy index and store; the exit code's bits say which failed (1 2 4 8)"
 BITS = {"daemon": 1, "model": 2, "index": 4, "store": 8}
+EXAMPLE = "bosun health --json"
 
 
 @dataclass

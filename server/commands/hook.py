@@ -38,6 +38,7 @@ NAME = "hook"
 HELP = ("harness hooks: `bosun hook claude-code` (UserPromptSubmit: route the prompt via the daemon), "
         "`bosun hook claude-code-pretool` (PreToolUse: Bash commands through bosun run), "
         "`bosun hook settings` (print the Claude Code settings that run both)")
+EXAMPLE = "bosun hook settings --write ~/.claude/settings.json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
         return run(opts)  # type: ignore[arg-type]  # the same attributes as argparse's Namespace
     import argparse
 
-    parser = argparse.ArgumentParser(prog="bosun hook")
+    from bosun.server.commands import with_example
+
+    parser = argparse.ArgumentParser(prog="bosun hook", **with_example(EXAMPLE))
     add_arguments(parser)
     return run(parser.parse_args(argv))
 

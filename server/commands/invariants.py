@@ -18,6 +18,7 @@ from bosun.server.commands import config_of
 
 NAME = "invariants"
 HELP = "check or extend the precheck guard rails (.bosun/invariants.toml)"
+EXAMPLE = "bosun invariants check .bosun/invariants.toml"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ from bosun.server.config import Config
 
 NAME = "observe"
 HELP = "offload a piped command output into a task (prints it back, or its stub when large)"
+EXAMPLE = 'pytest -q 2>&1 | bosun observe --task t_3f9a1c2b7d4e --command "pytest -q"'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 
 NAME = "recall"
 HELP = "read part of an offloaded output: head|tail|range|grep|raw|outline|aggregate|jsonl"
+EXAMPLE = "bosun recall mem://sha256:94f21c624d08b551 --op grep --pattern ERROR"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

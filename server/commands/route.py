@@ -23,6 +23,7 @@ from bosun.server.commands import config_of
 NAME = "route"
 HELP = "route one prompt: the policies (or, with --tools, the tools) that bear on it"
 TOOLS_FILE = "tools.json"  # $BOSUN_HOME/tools.json: the harness's tool list, for the hook's compass
+EXAMPLE = 'bosun route "drop the legacy column from the users table"'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

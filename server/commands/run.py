@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 NAME = "run"
 HELP = "run a command; its output is stored in bosun and printed whole (small) or as a stub (large)"
+EXAMPLE = "bosun run -- pytest -q"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,7 +82,9 @@ def parse_full(argv: list[str]) -> argparse.Namespace:
     """The arguments through argparse (``--help``, errors): what the quick parser does not take."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="bosun run")
+    from bosun.server.commands import with_example
+
+    parser = argparse.ArgumentParser(prog="bosun run", **with_example(EXAMPLE))
     add_arguments(parser)
     return parser.parse_args(argv)
 

@@ -16,6 +16,7 @@ from typing import Any
 
 NAME = "select"
 HELP = "pick the context that fits a token budget (select_context on a JSON file)"
+EXAMPLE = "bosun select examples/select-request.json --compare"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

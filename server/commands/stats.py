@@ -15,6 +15,7 @@ from typing import Any
 
 NAME = "stats"
 HELP = "per-task and overall savings, routing shares and latency, precheck blocks, audits (--json for the raw figures)"
+EXAMPLE = "bosun stats --json"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

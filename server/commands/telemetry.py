@@ -19,6 +19,7 @@ from typing import Any
 
 NAME = "telemetry"
 HELP = "summarise route telemetry ($BOSUN_HOME/telemetry.jsonl): outcomes, latency, documents never routed"
+EXAMPLE = "bosun telemetry report"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 NAME = "verify"
 HELP = "prove a task's offloaded payloads are all present and intact (non-loss audit)"
+EXAMPLE = "bosun verify --task t_3f9a1c2b7d4e"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
