@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from bosun.core.offload.testrun import TestRun, read_test_run
 from bosun.core.redact import AnchorScan
 from bosun.core.tokens import estimate_tokens
 
@@ -307,7 +308,7 @@ def _detect_kind(text: str, command: str | None, u: Utf8Text | None) -> str:
             except (ValueError, RecursionError):
                 pass
     summary, ran = _test_summaries(text[-8000:])
-    if summary or ran or _test_lines_in_head(text, u):
+    if summary or ran or _test_lines_in_head(text, u) or read_test_run(text[-8000:]) is not None:
         return "test"
     if len(_DIFF.findall(sample)) >= 2:
         return "diff"
@@ -429,6 +430,9 @@ def _text(text: str, n_head: int = 6, n_tail: int = 4) -> Outline:
 
 
 def _test(text: str, u: Utf8Text | None = None) -> Outline:
+    run = read_test_run(text)
+    if run is not None:  # the runner's own summary line, then each failing test and its first error line
+        return _test_run(text, run, u)
     out: list[str] = []
     facts: dict[str, Any] = {}
     tail = text[-8000:]
@@ -462,6 +466,17 @@ def _test(text: str, u: Utf8Text | None = None) -> Outline:
     if errors:
         hints.append({"op": "range", "start": max(1, errors[0][0] - 20), "end": errors[0][0] + 5})
     return Outline("test", out or _text(text).lines, hints, facts)
+
+
+def _test_run(text: str, run: TestRun, u: Utf8Text | None) -> Outline:
+    """The outline of a run its runner summarised: what failed comes before anything else (see testrun.py)."""
+    out = [f"{run.runner}: {run.summary}"]
+    out.extend(f"FAILED {name}" + (f" - {error}" if error else "") for name, error in run.failures)
+    if not run.failures and run.failed:  # failures the runner counted but did not name in a form we read
+        errors = _first_error_lines(text, 6, u)
+        out.extend(f"{n}: {_clip(s, 200)}" for n, s in errors)
+    hints: list[dict[str, Any]] = [{"op": "grep", "pattern": r"FAIL|ERROR|✖|not ok|panicked|Error", "context": 2}]
+    return Outline("test", out, hints, run.facts())
 
 
 _ERROR_LINE = re.compile(

@@ -27,6 +27,7 @@ from bosun.core.actions import (
     short_args,
 )
 from bosun.core.errors import InvalidInput, NotFound
+from bosun.core.guard.shell_effects import analyse
 from bosun.core.offload.compaction import ITEM_KEYS, ITEM_KINDS, plan_compaction
 from bosun.core.offload.offload import (
     PruneMode,
@@ -93,6 +94,8 @@ def _test_outcome(facts: dict[str, Any], kind: str) -> bool | None:
     """tests_passed from a test run's outline facts (None when the outcome is unknown)."""
     if kind != "test":
         return None
+    if isinstance(facts.get("tests_passed"), bool):  # read from the runner's own summary (core/offload/testrun.py)
+        return bool(facts["tests_passed"])
     summary = str(facts.get("summary") or "")
     low = summary.lower()
     if facts.get("failures") or "failed" in low or "error" in low:
@@ -317,6 +320,10 @@ class ObserveService:
             payload["result_signature"] = digest[:16]
             events.append(("tool_result", payload))
         outcome = _test_outcome(shaped.facts, shaped.outline_kind or "")
+        if outcome is None and failed:  # a test command that failed before its runner summarised (a collection
+            command = shell_command(tool, red_args) if red_args is not None else None  # error): not passing
+            if command is not None and analyse(command).runs_tests:
+                outcome = False
         if outcome is not None:
             events.append(("state_flag", {"name": "tests_passed", "value": outcome, "source": "observe"}))
         # every value above is bosun's own, or came out of the redactor (tool, args, text)
