@@ -164,10 +164,11 @@ def outline_budget(mode: PruneMode, tokens: int, kind: str) -> int:
 
     JSON (API results) gets the room the half rule leaves: its outline is the identifiers and key
     names an API agent acts on next, and an agent that has to recall one re-reads its whole
-    context for it, which costs more than the stub saves on a short run.
+    context for it, which costs more than the stub saves on a short run. A test run too: its
+    failing tests and their first error lines are what a coding agent acts on next.
     """
     budget = mode.outline_budget(tokens)
-    if kind in ("json", "jsonl"):
+    if kind in ("json", "jsonl", "test"):
         budget = max(budget, min(mode.outline_max, int(tokens * MAX_STUB_SHARE) - STUB_FLOOR_TOKENS))
     return budget
 

@@ -471,7 +471,13 @@ def _test(text: str, u: Utf8Text | None = None) -> Outline:
 def _test_run(text: str, run: TestRun, u: Utf8Text | None) -> Outline:
     """The outline of a run its runner summarised: what failed comes before anything else (see testrun.py)."""
     out = [f"{run.runner}: {run.summary}"]
-    out.extend(f"FAILED {name}" + (f" - {error}" if error else "") for name, error in run.failures)
+    for name, error in run.failures:  # a long one: the name on a line of its own (a tight budget keeps it)
+        line = f"FAILED {name}" + (f" - {error}" if error else "")
+        if len(line) <= 120:
+            out.append(line)
+        else:
+            out.append(f"FAILED {_clip(name, 120)}")
+            out.extend([f"  {_clip(error, 120)}"] if error else [])
     if not run.failures and run.failed:  # failures the runner counted but did not name in a form we read
         errors = _first_error_lines(text, 6, u)
         out.extend(f"{n}: {_clip(s, 200)}" for n, s in errors)

@@ -1,7 +1,7 @@
 """What a test run says about itself: pass or fail, the counts, the failing tests and their first error lines.
 
 Each runner ends with its own summary line (pytest ``4 failed, 3 passed in 1.40s`` with or without
-its ``===`` rule, unittest ``Ran N tests`` + ``OK``/``FAILED (...)``, node's test runner ``ℹ pass 2``
+its ``===`` rule, unittest ``Ran N tests`` + ``OK``/``FAILED (...)``, sympy's ``tests finished: 5 passed, 1 failed``, node's test runner ``ℹ pass 2``
 or TAP ``# pass 2``, jest ``Tests: 1 failed, 4 passed, 5 total``, vitest ``Tests  1 failed | 4 passed
 (5)``, go test ``ok``/``FAIL`` package lines, cargo ``test result: FAILED. 1 passed; 2 failed``, mocha
 ``N passing``/``N failing``, rspec ``N examples, M failures``). The counts are read from that line,
@@ -80,6 +80,8 @@ def _pytest(text: str) -> TestRun | None:
     start = matches[-2].end() if len(matches) > 1 else 0  # an earlier run's failures are not this run's
     fails = [(m.group(2), m.group(3) or _pytest_error(text, m.group(2)))
              for m in _PYTEST_FAILED.finditer(text, start)]
+    if matches and not fails:  # no short summary (-rN, old pytest): the FAILURES section's headers
+        fails = _pytest_sections(text, start, matches[-1].start())
     if matches:
         m = matches[-1]
         c = _counts(m.group(1))
@@ -94,6 +96,25 @@ def _pytest(text: str) -> TestRun | None:
     summary = f"{failed} failed, {marks.count('.')} passed (from the progress line)" if failed else \
         f"{marks.count('.')} passed (from the progress line)"
     return TestRun("pytest", summary, max(failed, len(fails)), marks.count("."), marks.count("s"), fails, end)
+
+
+_PYTEST_SECTION = re.compile(r"^_{3,} (\S.*?) _{3,}$", re.M)
+_PYTEST_E = re.compile(r"^E\s+(.+)$", re.M)
+
+
+def _pytest_sections(text: str, start: int, end: int) -> list[tuple[str, str]]:
+    """(test, first ``E`` line) of each ``___ test ___`` header after ``= FAILURES =``/``= ERRORS =``."""
+    marks = [i for i in (text.find(" FAILURES ==", start, end), text.find(" ERRORS ==", start, end)) if i >= 0]
+    if not marks:
+        return []
+    heads = list(_PYTEST_SECTION.finditer(text, min(marks), end))
+    out = []
+    for k, h in enumerate(heads):
+        stop = heads[k + 1].start() if k + 1 < len(heads) else end
+        e = _PYTEST_E.search(text, h.end(), stop)
+        out.append((h.group(1).removeprefix("ERROR at setup of ").removeprefix("ERROR collecting "),
+                    e.group(1) if e else ""))
+    return out
 
 
 def _pytest_error(text: str, name: str) -> str:
@@ -120,10 +141,31 @@ def _unittest(text: str) -> TestRun | None:
     fails = []
     for f in _UNITTEST_FAIL.finditer(text, matches[-2].end() if len(matches) > 1 else 0):
         exc = _EXC.search(text, f.end())
-        fails.append((f.group(3) or f.group(2), exc.group(1) if exc else ""))
+        where, method = f.group(3), f.group(2)  # "(module.Class.test_x)" (3.11+) or "(module.Class)" (older)
+        fails.append((where if where.endswith("." + method) else f"{where}.{method}", exc.group(1) if exc else ""))
     summary = f"Ran {m.group(1)} tests: {m.group(2)}" + (f" ({m.group(3)})" if m.group(3) else "")
     return TestRun("unittest", summary, failed, int(m.group(1)) - failed - c.get("skipped", 0), c.get("skipped", 0),
                    fails, m.end())
+
+
+# -- sympy's bin/test -----------------------------------------------------------------------------
+_SYMPY = re.compile(r"^=*[ \t]*tests finished: ((?:\d+ [\w ]+?,[ \t]*\n?[ \t]*)+)in [\d.]+ seconds[ \t]*=*$", re.M)
+_SYMPY_FAIL = re.compile(r"^_+ (\S+\.py:\w+) _+$", re.M)
+
+
+def _sympy(text: str) -> TestRun | None:
+    matches = list(_SYMPY.finditer(text))
+    if not matches:
+        return None
+    m = matches[-1]
+    c = _counts(m.group(1).replace("expected to fail", "xfailed"))
+    fails = []
+    for f in _SYMPY_FAIL.finditer(text, matches[-2].end() if len(matches) > 1 else 0):
+        exc = _EXC.search(text, f.end(), m.start())
+        fails.append((f.group(1), exc.group(1) if exc else ""))
+    summary = "tests finished: " + " ".join(m.group(1).split()).rstrip(",")
+    return TestRun("sympy", summary, c.get("failed", 0) + c.get("exceptions", 0), c.get("passed", 0),
+                   c.get("skipped", 0), fails, m.end())
 
 
 # -- node --test (spec and TAP reporters) -----------------------------------------------------------
@@ -271,7 +313,7 @@ def _rspec(text: str) -> TestRun | None:
     return TestRun("rspec", m.group(0).strip(), failed, total - failed - pending, pending, fails, m.end())
 
 
-_READERS = (_pytest, _unittest, _node, _jest, _vitest, _go, _cargo, _mocha, _rspec)
+_READERS = (_pytest, _unittest, _sympy, _node, _jest, _vitest, _go, _cargo, _mocha, _rspec)
 WINDOW = 256_000  # characters read of a larger output: its head and tail (the summary is at the end)
 
 
