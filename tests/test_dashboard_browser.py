@@ -118,6 +118,14 @@ async def test_page_shows_a_task_its_savings_and_updates_live(daemon: dict[str, 
         await row.wait_for(timeout=WAIT_MS)
         assert "Migrate billing to Postgres" in await row.inner_text()
         assert "claude-code" in await row.inner_text()
+        # the search narrows the table; a search that matches nothing says so
+        await page.fill("#task-search", "billing postgres")
+        await row.wait_for(timeout=WAIT_MS)
+        await page.fill("#task-search", "no-such-task-anywhere")
+        await page.locator("#tasks-none").wait_for(state="visible", timeout=WAIT_MS)
+        assert await page.locator("#tasks tbody tr").count() == 0
+        await page.fill("#task-search", "")
+        await row.wait_for(timeout=WAIT_MS)
         offloaded = page.locator("#kpi-offloaded .value")
         await page.wait_for_function(
             "want => document.querySelector('#kpi-offloaded .value')?.textContent === want",

@@ -212,3 +212,49 @@ def test_telemetry_reader_reads_on_from_where_it_stopped(tmp_path: Path, monkeyp
     finally:
         telemetry.unbind()
     assert [e["tool"] for e in reader.events(str(target))] == ["a", "b", "c", "d"]
+
+
+async def test_shared_memory_scopes_are_not_shown_as_tasks(session: tuple[Engine, Client, Any]) -> None:
+    engine, client, _ = session
+    memory = [{"scope": "project", "key": "k", "text": "the staging database is read-only"},
+              {"scope": "global", "key": "g", "text": "run the linter before committing"}]
+    tid = _sc(await client.call_tool("plan", {"mode": "start", "objective": "remember things",
+                                              "more": {"memory": memory}}))["task_id"]
+    listed = {row["task_id"] for row in await engine.tasks.list_tasks(limit=50)}
+    assert any(t.startswith("scope:") for t in listed)  # the journals exist...
+    snap = await StatsService(engine).snapshot()
+    assert [t["task_id"] for t in snap["tasks"]] == [tid]  # ...but only the real task is a task
+    assert snap["savings"]["overall"]["tasks"] == 1
+
+
+def test_the_latency_line_ends_on_a_full_bucket() -> None:
+    """The last event joins the last bucket: alone in its own, its latency was the line's last point."""
+    events = [{"ts": 1000.0 + i, "delivered_ms": 50.0} for i in range(240)] + [{"ts": 1240.0, "delivered_ms": 0.5}]
+    series = StatsService._latency_series(events)
+    assert len(series) <= 120
+    assert series[-1]["n"] > 1 and series[-1]["p99"] == 50.0
+
+
+async def test_clients_are_counted_by_who_they_are_not_by_session(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from bosun.server.dashboard.recorder import Recorder
+
+    stats = StatsService(_engine(tmp_path / "home"))
+    recorder = Recorder(stats)
+
+    def request(session_id: str, name: str) -> Any:
+        info = SimpleNamespace(name=name, version="1.0")
+        return SimpleNamespace(method="ping", params={},
+                               session=SimpleNamespace(client_params=SimpleNamespace(client_info=info)),
+                               request=SimpleNamespace(headers={"mcp-session-id": session_id},
+                                                       client=SimpleNamespace(host="10.0.0.7", port=50000)))
+
+    async def call_next(_ctx: Any) -> None:
+        return None
+
+    for sid in ("s1", "s2", "s3"):  # one program, three sessions (a library connecting per call, a restarted bridge)
+        await recorder(request(sid, "claude-code"), call_next)
+    await recorder(request("s4", "cursor"), call_next)
+    daemon = stats.daemon()
+    assert daemon["sessions_recent"] == 4 and daemon["clients_recent"] == 2

@@ -4,7 +4,7 @@ Middleware around every ``tools/call``: the tool's name, latency and error flag,
 answer only bosun's verdict codes (precheck verdict and rule, seal drift verdict, audit pass/fail
 with its issue codes, claim count and compliance). The task id is kept so the dashboard can show
 a task's drift history and loop-guard blocks. Never an argument value, prompt or path. It also
-remembers which client sessions were seen recently (the dashboard's session count) and tells
+remembers which clients and sessions were seen recently (the dashboard's counts) and tells
 listeners that something changed, so open dashboards refresh.
 """
 
@@ -53,6 +53,21 @@ def codes_of(tool: str, answer: dict[str, Any], error: bool) -> dict[str, Any]:
     return out
 
 
+def client_identity(ctx: Any) -> str | None:
+    """Which client program sent a request: ``initialize``'s clientInfo (name/version) and the peer's host.
+
+    A client that reconnects, a bridge that restarts, or a library that opens a session per call opens
+    many sessions; it is one client. None when the client did not say who it is (then its session counts)."""
+    params = getattr(getattr(ctx, "session", None), "client_params", None)
+    info = getattr(params, "client_info", None)
+    name = getattr(info, "name", None)
+    if not isinstance(name, str) or not name:
+        return None
+    peer = getattr(getattr(ctx, "request", None), "client", None)
+    host = getattr(peer, "host", None) or "local"
+    return f"client:{name[:64]}/{str(getattr(info, 'version', '') or '')[:32]}@{host}"
+
+
 def client_key(ctx: Any) -> str | None:
     """Who sent a request, as well as the transport tells: the legacy era's ``Mcp-Session-Id``, else the
     TCP peer of an HTTP request (a client keeps its connection), else the stdio session object."""
@@ -77,12 +92,14 @@ class Recorder:
         self.changes = ChangeListeners("telemetry")
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
-        key = client_key(ctx)
-        if key is not None:
-            self.stats.sessions[key] = time.time()
-            if len(self.stats.sessions) > 1000:  # forget the oldest half
-                for key in sorted(self.stats.sessions, key=self.stats.sessions.__getitem__)[:500]:
-                    del self.stats.sessions[key]
+        now = time.time()
+        for seen, key in ((self.stats.sessions, client_key(ctx)), (self.stats.clients, client_identity(ctx) or client_key(ctx))):
+            if key is None:
+                continue
+            seen[key] = now
+            if len(seen) > 1000:  # forget the oldest half
+                for old in sorted(seen, key=seen.__getitem__)[:500]:
+                    del seen[old]
         if ctx.method != "tools/call" or not isinstance(ctx.params, dict):
             return await call_next(ctx)
         name = ctx.params.get("name")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bosun.core.task.ledger import Ledger
+from bosun.core.task.memory import is_scope_id
 from bosun.server import telemetry
 
 if TYPE_CHECKING:
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
 
 TASK_LIMIT = 50  # tasks shown (most recently updated first)
 SERIES_POINTS = 120  # points per time series (older points are merged)
+SCOPE_ROWS = 16  # list_tasks rows fetched beyond the limit, for the shared memory scopes filtered out
 LARGEST_REFS = 10
 TOP = 8
 
@@ -128,7 +130,8 @@ class StatsService:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.reader = TelemetryReader()
-        self.sessions: dict[str, float] = {}  # client (session id, TCP peer) -> last seen (kept by the recorder)
+        self.sessions: dict[str, float] = {}  # session (session id, TCP peer) -> last seen (kept by the recorder)
+        self.clients: dict[str, float] = {}  # client program (clientInfo name/version @ host) -> last seen
         self._folds: dict[str, _TaskFold] = {}  # per task, folded up to its version: a snapshot reads only new events
         self._series_key: tuple[Any, ...] | None = None
         self._series: list[dict[str, Any]] = []
@@ -171,6 +174,7 @@ class StatsService:
         health["store"].pop("path", None)  # the page is shown to whoever holds the token: no paths,
         health["store"].pop("url", None)  # and no database host or name
         health["sessions_recent"] = sum(1 for seen in self.sessions.values() if seen >= recent)
+        health["clients_recent"] = sum(1 for seen in self.clients.values() if seen >= recent)
         health["started_at"] = self.engine.started_at
         return health
 
@@ -187,8 +191,9 @@ class StatsService:
 
     async def _tasks_and_savings(self, tool_events: list[dict[str, Any]],
                                  task_limit: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-        try:
-            rows = await self.engine.tasks.list_tasks(limit=task_limit)
+        try:  # a shared memory scope is journaled like a task but is not one: it is not shown as a task
+            rows = [row for row in await self.engine.tasks.list_tasks(limit=task_limit + SCOPE_ROWS)
+                    if not is_scope_id(row["task_id"])][:task_limit]
         except RuntimeError:  # the engine is not open yet
             rows = []
         by_task: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -288,8 +293,8 @@ class StatsService:
         start, end = timed[0][0], timed[-1][0]
         width = max(1e-3, (end - start) / SERIES_POINTS)
         buckets: dict[int, list[float]] = defaultdict(list)
-        for t, ms in timed:
-            buckets[int((t - start) // width)].append(ms)
+        for t, ms in timed:  # the last event joins the last bucket: alone in one, its latency drew the line's end
+            buckets[min(SERIES_POINTS - 1, int((t - start) // width))].append(ms)
         return [{"t": round(start + i * width, 3), "p50": percentile(v, 50), "p99": percentile(v, 99), "n": len(v)}
                 for i, v in sorted(buckets.items())]
 

@@ -91,6 +91,40 @@ function kpi(id, label, value, sub) {
     el("div", { class: "sub" }, sub || ""));
 }
 
+// the task table: the 20 most recently updated, or those matching the search (objective, id, agents, status)
+const TASK_ROWS = 20;
+let lastTasks = [];
+function drawTasks() {
+  const words = $("task-search").value.toLowerCase().split(/\s+/).filter(Boolean);
+  const match = (t) => words.every((w) => [t.objective, t.task_id, t.status, ...t.agents].join(" ").toLowerCase().includes(w));
+  const found = lastTasks.filter(match);
+  $("tasks").querySelector("tbody").replaceChildren(...found.slice(0, TASK_ROWS).map(taskRow));
+  $("tasks-count").textContent = found.length > TASK_ROWS ? `${TASK_ROWS} of ${found.length}${words.length ? " matching" : ""}`
+    : words.length ? `${found.length} matching` : "";
+  $("tasks-none").hidden = !(lastTasks.length && !found.length);
+}
+
+function taskRow(t) {
+  const dots = el("span", { class: "dots", title: "seal checks, oldest first" },
+    ...t.drift.slice(-16).map((x) => el("span", { class: "dot " + (VERDICT_CLASS[x.verdict] || "v-none"), title: `${x.tool}: ${x.verdict}` })));
+  const share = t.budget.share;
+  const meter = share === null ? el("span", { class: "muted" }, `${fmt(t.budget.consumed_tokens)} tok`)
+    : el("span", { title: `${fmt(t.budget.consumed_tokens)} of ${fmt(t.budget.limit_tokens)} tokens` },
+      el("span", { class: "meter" }, el("span", { class: share > 0.9 ? "hot" : "", style: `width:${Math.min(100, 100 * share)}%` })),
+      " " + pct(share));
+  const guard = el("span", {}, t.guard.block ? el("span", { class: "tag block" }, `${t.guard.block} blocked`) : null,
+    t.guard.warn ? el("span", { class: "tag warn" }, `${t.guard.warn} warned`) : null,
+    !t.guard.block && !t.guard.warn ? el("span", { class: "muted" }, "–") : null);
+  const hand = t.handoffs.length ? t.handoffs.map((h) => el("span", { class: "tag" }, `${h.status}${h.agent ? " · " + h.agent : ""}`)) : ["–"];
+  return el("tr", { "data-task": t.task_id },
+    el("td", {}, el("div", { class: "objective" }, t.objective), el("div", { class: "tid" }, t.task_id)),
+    el("td", {}, t.status), el("td", { class: "num" }, t.version), el("td", {}, t.agents.join(", ") || "–"),
+    el("td", {}, el("span", { class: "tid", title: t.seal }, t.seal ? t.seal.slice(0, 10) : "–"),
+      el("span", { class: "muted" }, ` ${t.seal_versions.length} seal(s)`), dots),
+    el("td", {}, meter), el("td", {}, guard), el("td", {}, ...hand),
+    el("td", { class: "num" }, fmt(t.ledger.offloaded_tokens)), el("td", { class: "num net" }, fmt(t.ledger.net_tokens)));
+}
+
 function render(s) {
   const d = s.daemon, sav = s.savings.overall, r = s.routing, a = s.audits, g = s.guard;
   const status = $("status");
@@ -114,27 +148,8 @@ function render(s) {
     ["bosun's overhead", "--overhead"], ["net saved", "--net"]].map(([l, c]) =>
     el("span", {}, el("i", { style: `background:var(${c})` }), l)));
 
-  const tbody = $("tasks").querySelector("tbody");
-  tbody.replaceChildren(...s.tasks.map((t) => {
-    const dots = el("span", { class: "dots", title: "seal checks, oldest first" },
-      ...t.drift.slice(-16).map((x) => el("span", { class: "dot " + (VERDICT_CLASS[x.verdict] || "v-none"), title: `${x.tool}: ${x.verdict}` })));
-    const share = t.budget.share;
-    const meter = share === null ? el("span", { class: "muted" }, `${fmt(t.budget.consumed_tokens)} tok`)
-      : el("span", { title: `${fmt(t.budget.consumed_tokens)} of ${fmt(t.budget.limit_tokens)} tokens` },
-        el("span", { class: "meter" }, el("span", { class: share > 0.9 ? "hot" : "", style: `width:${Math.min(100, 100 * share)}%` })),
-        " " + pct(share));
-    const guard = el("span", {}, t.guard.block ? el("span", { class: "tag block" }, `${t.guard.block} blocked`) : null,
-      t.guard.warn ? el("span", { class: "tag warn" }, `${t.guard.warn} warned`) : null,
-      !t.guard.block && !t.guard.warn ? el("span", { class: "muted" }, "–") : null);
-    const hand = t.handoffs.length ? t.handoffs.map((h) => el("span", { class: "tag" }, `${h.status}${h.agent ? " · " + h.agent : ""}`)) : ["–"];
-    return el("tr", { "data-task": t.task_id },
-      el("td", {}, el("div", { class: "objective" }, t.objective), el("div", { class: "tid" }, t.task_id)),
-      el("td", {}, t.status), el("td", { class: "num" }, t.version), el("td", {}, t.agents.join(", ") || "–"),
-      el("td", {}, el("span", { class: "tid", title: t.seal }, t.seal ? t.seal.slice(0, 10) : "–"),
-        el("span", { class: "muted" }, ` ${t.seal_versions.length} seal(s)`), dots),
-      el("td", {}, meter), el("td", {}, guard), el("td", {}, ...hand),
-      el("td", { class: "num" }, fmt(t.ledger.offloaded_tokens)), el("td", { class: "num net" }, fmt(t.ledger.net_tokens)));
-  }));
+  lastTasks = s.tasks;
+  drawTasks();
   $("tasks-empty").hidden = s.tasks.length > 0;
 
   const refs = $("refs").querySelector("tbody");
@@ -173,7 +188,7 @@ function render(s) {
     ["status", d.status], ["version", d.version], ["uptime", dur(d.uptime_s)],
     ["model", `${d.model.id || "–"} (${d.model.state}${d.model.load_seconds ? `, loaded in ${d.model.load_seconds.toFixed(2)} s` : ""})`],
     ["route index", `${d.route_index.state}${d.route_index.documents ? `, ${d.route_index.documents} documents` : ""}`],
-    ["clients (10 min)", fmt(d.sessions_recent)], ["store", `${d.store.backend || "sqlite"}${d.store.bytes == null ? "" : `, ${(d.store.bytes / 1048576).toFixed(2)} MiB`}, schema v${d.store.schema_version}`],
+    ["clients (10 min)", `${fmt(d.clients_recent)} (${fmt(d.sessions_recent)} sessions)`], ["store", `${d.store.backend || "sqlite"}${d.store.bytes == null ? "" : `, ${(d.store.bytes / 1048576).toFixed(2)} MiB`}, schema v${d.store.schema_version}`],
   ];
   if (d.model.error) facts.push(["model error", d.model.error]);
   fill("daemon-facts", facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
@@ -222,4 +237,4 @@ function connect() {
   setInterval(refresh, 15000); // figures that change without a notice (uptime, the model loading)
 }
 
-window.addEventListener("DOMContentLoaded", () => { refresh(); connect(); });
+window.addEventListener("DOMContentLoaded", () => { $("task-search").addEventListener("input", drawTasks); refresh(); connect(); });
