@@ -415,7 +415,7 @@ class PolicyService:
         reasons = divergence(op, len(index), sep, model_id)
         if self.calibrated():
             reasons = [r for r in reasons if r.startswith("the operating point was measured under")]
-        if reasons and (self.calibrated() or op.source == "shipped"):
+        if reasons:  # an explicit point too: measured elsewhere is as unmeasured here as the shipped one
             notices.append(
                 "bosun routing is running far from its calibration (recall and precision here are "
                 "unmeasured; run `bosun eval route calibrate`): " + "; ".join(reasons)
