@@ -67,33 +67,33 @@ class Config:
     # routing
     policy_poll_s: float = 1.0  # BOSUN_POLICY_POLL_S: how often policy files are checked for changes (0: never)
     route_operating_point: Path | None = None  # BOSUN_ROUTE_OPERATING_POINT: a TOML point replacing self-calibration
-    # fleet (issue 13): admission, HTTP sessions
+    # fleet: admission, HTTP sessions
     max_inflight: int = 32  # BOSUN_MAX_INFLIGHT: tool calls running at once
     max_queued: int = 256  # BOSUN_MAX_QUEUED: tool calls waiting for a slot; beyond it "busy, retry after"
     queue_timeout_s: float = 30.0  # BOSUN_QUEUE_TIMEOUT_S: longest wait for a slot before "busy, retry after"
     session_idle_timeout_s: float = 600.0  # BOSUN_SESSION_IDLE_TIMEOUT_S: an idle HTTP session is reclaimed
     max_sessions: int = 1000  # BOSUN_MAX_SESSIONS: HTTP sessions held at once
-    # per-call deadline (issue 13): a call still running after it is answered with a timeout error naming
+    # per-call deadline: a call still running after it is answered with a timeout error naming
     # the tool (cancelled only before its journal write: a started write finishes); 0 turns it off
     call_timeout_s: float = 150.0  # BOSUN_CALL_TIMEOUT_S
-    # huge observe (issue 13): a result over this many bytes is observed from a file, outside the SDK's
+    # huge observe: a result over this many bytes is observed from a file, outside the SDK's
     # request path, with redaction and outline in a separate process (0: never)
     big_observe_bytes: int = 8 * 1024 * 1024  # BOSUN_BIG_OBSERVE_BYTES
     # local telemetry (dashboard, stats): on by default, rotated, never prompt text or paths
     telemetry: bool = True  # BOSUN_TELEMETRY: on | off
     telemetry_path: Path | None = None  # BOSUN_TELEMETRY_PATH: the events file (default $BOSUN_HOME/telemetry.jsonl)
-    # task state (issue 19): OSIRIS settings, overhead modes, the project that shared memory is keyed by
+    # task state: OSIRIS settings, overhead modes, the project that shared memory is keyed by
     cache_ttl_s: float = 300.0  # BOSUN_CACHE_TTL_S: a provider prompt cache is taken as expired after this idle time
     prune_threshold_tokens: int = 40_000  # BOSUN_PRUNE_THRESHOLD_TOKENS: known context above this -> trim advice
     overhead_mode: str = "standard"  # BOSUN_OVERHEAD_MODE: standard | auto | bystander | light | full
     project: str = "default"  # BOSUN_PROJECT: project id for project-scoped memory (a task may name its own)
-    # capture without asking (issue 24): bosun run and the harness hooks start the daemon when none answers
+    # capture without asking: bosun run and the harness hooks start the daemon when none answers
     hook_start: bool = True  # BOSUN_HOOK_START: on | off (also 1 | 0): the UserPromptSubmit hook may start the daemon
     run_start: bool = True  # BOSUN_RUN_START: on | off (also 1 | 0): bosun run may start the daemon
-    # shared state (issue 18): postgresql://... puts every store in PostgreSQL (several daemons, one state);
+    # shared state: postgresql://... puts every store in PostgreSQL (several daemons, one state);
     # unset: SQLite in BOSUN_HOME
     database_url: str | None = None  # BOSUN_DATABASE_URL
-    # start-up (issue 15): load the model on a thread before the server's own imports (ready sooner, but what the
+    # start-up: load the model on a thread before the server's own imports (ready sooner, but what the
     # SDK answers comes later: the load holds the GIL much of the time); by default only where the SDK answers
     # nothing the host waits for (stdio --standalone with a recorded handshake: server/cli.py _prefetch_model)
     model_prefetch: bool = False  # BOSUN_MODEL_PREFETCH: on | off | auto (also 1 | 0); on: before any import

@@ -1,6 +1,6 @@
 """Exactly-once tool calls and bounded admission: server middleware on every ``tools/call``.
 
-Idempotency (issue 13): a call may carry a key in ``params._meta["bosun/idempotency_key"]``
+Idempotency: a call may carry a key in ``params._meta["bosun/idempotency_key"]``
 (``bosun stdio`` assigns one per JSON-RPC request and reuses it when it re-sends after a
 daemon restart; any client may pass its own). The key rides in ``CALL_KEY`` to the task
 journal, which records it in the same statement as the events the call appends. A key seen

@@ -1,7 +1,7 @@
 """A huge output observed in a separate process: scrub, hash, count, outline and shape it from files.
 
 Redaction and outline building are pure-Python work that holds the GIL for up to a second at a
-time on a 100 MB output (issue 13): in the daemon, every other agent waited for it. Here they run
+time on a 100 MB output: in the daemon, every other agent waited for it. Here they run
 in a child process (one per huge observe: its memory goes back to the OS when it exits; at a lower
 CPU priority), fed from files, so the daemon never holds the output and its event loop stays free.
 

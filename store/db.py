@@ -12,7 +12,7 @@ The connection policy (docs/fleet.md):
   worker thread). A cursor stepped across two hops keeps a read transaction open on its
   connection; a write that another coroutine slips into that gap cannot upgrade a stale
   snapshot and fails with "database is locked" at once, without waiting for the busy timeout
-  (issue 13: 22% of calls at 50 agents).
+  (22% of calls at 50 agents).
 - Small point reads on the hot path of a call (a short ref and its bytes, a blob under
   ``INLINE_MAX_BYTES``, an idempotency key) go first to an **inline reader** (``InlineReader``):
   a read-only stdlib connection used on the event loop's own thread, which never waits (busy

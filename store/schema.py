@@ -55,7 +55,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # issue 13: a state-changing call has exactly one effect. The key is journaled on the
+        # a state-changing call has exactly one effect. The key is journaled on the
         # event it produced (task_events.idem_key); ``idempotency`` maps it to that event and keeps
         # the first answer, so a re-sent call is answered without being applied again.
         "idempotency_0001",
@@ -72,7 +72,7 @@ MIGRATIONS: list[tuple[str, str]] = [
         """,
     ),
     (
-        # issue 13: ``refs.data`` becomes the last column. SQLite builds a row's record whole, and a
+        # ``refs.data`` becomes the last column. SQLite builds a row's record whole, and a
         # ``zeroblob(n)`` is kept as a count of zeros only when no column after it holds data: with
         # ``created_at`` after it, a 100 MB put from a file (``server/blob_file.py``: zero blob, then
         # incremental writes) first allocated 100 MB of zeros (+200 MB peak, measured). The table is

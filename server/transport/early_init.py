@@ -2,7 +2,7 @@
 
 Why: the MCP SDK's import alone is ~1 s on a 2-core machine (``import mcp`` loads every protocol era's
 pydantic models, the client and the HTTP server), so no server built on it can answer ``initialize``
-within 1 s by cutting its own imports (issue 15; Cline's ``initialize`` timeout is 1.5 s). The answer
+within 1 s by cutting its own imports (Cline's ``initialize`` timeout is 1.5 s). The answer
 to ``initialize`` does not depend on anything the SDK computes per session but the negotiated
 version, and the answers to ``tools/list`` and ``prompts/list`` only on what the process serves (its
 sources, arguments and ``BOSUN_*`` environment: the key below), so they can be sent early, as long as

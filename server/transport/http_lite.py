@@ -2,7 +2,7 @@
 
 ``bosun stdio`` (the bridge) is started by every host for every session and its start-up is on the
 host's clock: ``http.client`` pulls in ``email`` (header parsing), ``ssl``, ``socket``, ``selectors``,
-``calendar``, ``datetime``... (~35-40 ms of a ~100 ms attach, issue 15), none of which a plain
+``calendar``, ``datetime``... (~35-40 ms of a ~100 ms attach), none of which a plain
 keep-alive POST to ``127.0.0.1`` needs. This is the part of HTTP/1.1 the daemon's uvicorn speaks:
 a request with ``Content-Length``, a response framed by ``Content-Length``, chunked encoding or the
 connection's close; header names compared case-insensitively. No TLS, no redirects, no proxies.

@@ -1,7 +1,7 @@
 """stdio with the HTTP transport's nesting rule: a message nested too deep is answered, not dropped.
 
 The SDK's stdio transport parses each line with pydantic, whose JSON parser stops at ~200
-levels; the error has no request id, so the SDK drops it and the host waits forever (issue 13:
+levels; the error has no request id, so the SDK drops it and the host waits forever (before this check,
 a tools/call nested deeper than ~200 levels never got an answer over ``serve --stdio`` and
 ``stdio --standalone``). Here each line is measured before the SDK sees it (``json_depth``, no
 recursion). A line deeper than ``MAX_DEPTH`` is replaced by a shallow ``ping`` with the same id
