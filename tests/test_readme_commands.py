@@ -53,4 +53,4 @@ def test_readme_first_minute_python_runs(engine: Engine, capsys: pytest.CaptureF
     exec(compile(block.replace("Bosun()", "Bosun(server)"), "README.md", "exec"),
          {"server": create_server(engine), "__name__": "readme"})
     out = capsys.readouterr().out
-    assert "1235:line 1234: ERROR disk full" in out and "'matches': 1" in out
+    assert "1234:line 1234: ERROR disk full" in out and "'matches': 1" in out
