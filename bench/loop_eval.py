@@ -552,6 +552,7 @@ class StuckStats:
     rule_fires: Counter[str] = field(default_factory=Counter)  # rule -> steps where it warned or blocked
     rule_inside: Counter[str] = field(default_factory=Counter)
     resolved_blocks: Counter[str] = field(default_factory=Counter)  # run id -> blocks, runs that resolved
+    resolved_fires: int = 0  # warn or block in runs that resolved
     outside: list[tuple[str, int, str]] = field(default_factory=list)  # (run, step, fired) for reading
 
 
@@ -584,6 +585,7 @@ def stuck_replay(runs: list[dict[str, Any]], labels: dict[str, list[dict[str, An
                 for k, s in enumerate(stretches):
                     if s["start"] <= idx <= s["end"]:
                         hit[k] = True
+                stats.resolved_fires += bool(run.get("resolved"))
                 if verdict == "block" and run.get("resolved"):
                     stats.resolved_blocks[rid] += 1
             for f in fired:
@@ -613,11 +615,11 @@ def stuck_report(shared: Path) -> list[str]:
     lines = ["", "## Stuck SWE-agent runs (issue 37)", "",
              f"`{STUCK_RUNS}`: each step replayed as the bash command line SWE-agent runs, failures read off the "
              "output (no exit codes recorded). A fire is a step answered warn or block; inside = within a labelled "
-             f"stuck stretch. Held out: `sha256('{STUCK_SEED}:' + run_id)` below {STUCK_HELD_OUT}, fixed before "
+             f"stuck stretch. Per rule: steps where the rule warned or blocked (also when a duplicate's suggest_alternative decided the answer). Held out: `sha256('{STUCK_SEED}:' + run_id)` below {STUCK_HELD_OUT}, fixed before "
              "any change.", "",
              "| split | runs | steps | stretches | detected (recall) | fires | inside (precision) | "
-             "runs resolved with >1 block | " + " | ".join(f"{r} fires / inside" for r in RULES) + " |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(RULES)]
+             "fires in resolved runs | runs resolved with >1 block | " + " | ".join(f"{r} fires / inside" for r in RULES) + " |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(RULES)]
     parts = {"all": runs, "tune": [r for r in runs if not stuck_held_out(r["run_id"])],
              "held_out": [r for r in runs if stuck_held_out(r["run_id"])]}
     outside: list[tuple[str, int, str]] = []
@@ -628,7 +630,7 @@ def stuck_report(shared: Path) -> list[str]:
             outside = s.outside
         many = sum(1 for n in s.resolved_blocks.values() if n > 1)
         lines.append(f"| {split} | {s.runs} | {s.steps} | {s.stretches} | {pct(s.detected, s.stretches)} | {s.fires} | "
-                     f"{pct(s.inside, s.fires)} | {many} (blocks {sum(s.resolved_blocks.values())}) | "
+                     f"{pct(s.inside, s.fires)} | {s.resolved_fires} | {many} (blocks {sum(s.resolved_blocks.values())}) | "
                      + " | ".join(f"{s.rule_fires[r]} / {s.rule_inside[r]}" for r in RULES) + " |")
     if outside:
         per_run: dict[str, list[str]] = {}
