@@ -10,6 +10,7 @@ import pytest
 from mcp import Client
 
 from bosun.core.guard.harness import classify, patch_paths
+from bosun.core.guard.invariants import parse_rules
 from bosun.core.guard.shell_effects import analyse
 from bosun.server.engine import Engine
 
@@ -145,3 +146,19 @@ def test_shell_families_and_editor_writes(command: str, targets: tuple[str, ...]
     assert effect.family == family
     if targets is not None:
         assert effect.writes and effect.targets == targets and effect.editor_writes
+
+
+@pytest.mark.parametrize(("tool", "args", "blocked"), [
+    ("MultiEdit", {"file_path": "secrets/prod.env", "edits": [{"old_string": "a", "new_string": "b"}]}, True),
+    ("str_replace_editor", {"command": "create", "path": "secrets/prod.env", "file_text": "x"}, True),
+    ("str_replace_editor", {"command": "view", "path": "secrets/prod.env"}, False),
+    ("apply_patch", {"input": "*** Begin Patch\n*** Update File: secrets/prod.env\n@@\n-a\n+b\n*** End Patch\n"}, True),
+    ("bash", {"command": "str_replace_editor str_replace secrets/prod.env --old_str a --new_str b"}, True),
+    ("bash", {"command": "str_replace_editor view secrets/prod.env"}, False),
+    ("edit_file", {"target_file": "secrets/prod.env", "instructions": "x", "code_edit": "y"}, True),
+    ("Read", {"file_path": "secrets/prod.env"}, False),
+])
+def test_a_write_protecting_invariant_sees_every_harness_edit(tool: str, args: dict[str, Any], blocked: bool) -> None:
+    rules = parse_rules('[[invariant]]\nid = "no-secret-writes"\nwhen = { path_glob = "secrets/**", access = "write" }\n'
+                        'message = "secrets are read-only"\n', "inv.toml")
+    assert bool(rules.evaluate(tool, args, {}, [])) is blocked

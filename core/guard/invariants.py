@@ -34,9 +34,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bosun.core.actions import shell_command
 from bosun.core.errors import InvalidInput
 from bosun.core.guard.globs import GlobError, compile_glob, glob_match, path_match
+from bosun.core.guard.harness import classify
 from bosun.core.guard.loopguard import is_mutating_tool
 from bosun.core.guard.shell_effects import analyse
 
@@ -189,12 +189,17 @@ def _args_match(patterns: tuple[tuple[str, str], ...], args: Any) -> bool:
 
 
 def touched_paths(tool: str, args: Any) -> tuple[list[str], list[str]]:
-    """(paths written, paths read) by a call, as far as its arguments tell."""
-    command = shell_command(tool, args)
-    if command is not None:
-        effect = analyse(command)
+    """(paths written, paths read) by a call, as far as its arguments tell (the harness vocabularies first:
+    ``MultiEdit`` writes, ``str_replace_editor view`` reads, ``apply_patch`` writes the files its patch names)."""
+    action = classify(tool, args)
+    if action.kind == "run" and action.command is not None:
+        effect = analyse(action.command)
         writes = list(effect.targets or ())
         return writes, list(effect.reads or ())
+    if action.kind == "edit" and action.paths:
+        return list(action.paths), []
+    if action.kind == "read" and action.paths:
+        return [], list(action.paths)
     named: list[str] = []
     if isinstance(args, Mapping):
         for key in _PATH_KEYS:
@@ -203,7 +208,7 @@ def touched_paths(tool: str, args: Any) -> tuple[list[str], list[str]]:
                 named.append(value)
             elif isinstance(value, list):
                 named.extend(v for v in value if isinstance(v, str) and v)
-    if is_mutating_tool(tool):
+    if action.kind == "edit" or (action.kind == "other" and is_mutating_tool(tool)):
         return named, []
     return [], named
 
