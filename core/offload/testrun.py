@@ -69,8 +69,8 @@ def _next_line(text: str, pos: int, skip: str = "") -> str:
 
 
 # -- pytest ----------------------------------------------------------------------------------------
-_PYTEST = re.compile(r"^=*\s*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
-                     r"(?:, )?)+|no tests ran) in [\d.]+s(?: \([\d:]+\))?\s*=*$", re.M)
+_PYTEST = re.compile(r"^=*[ \t]*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
+                     r"(?:, )?)+|no tests ran) in [\d.]+s(?: \([\d:]+\))?[ \t]*=*$", re.M)
 _PYTEST_FAILED = re.compile(r"^(FAILED|ERROR) (\S+)(?: - (.*))?$", re.M)
 _PYTEST_PROGRESS = re.compile(r"^(?:\S+\.py )?([.FEsxX]+)\s*\[\s*\d+%\]$", re.M)
 
@@ -149,7 +149,7 @@ def _unittest(text: str) -> TestRun | None:
 
 
 # -- sympy's bin/test -----------------------------------------------------------------------------
-_SYMPY = re.compile(r"^=*[ \t]*tests finished: ((?:\d+ [\w ]+?,[ \t]*\n?[ \t]*)+)in [\d.]+ seconds[ \t]*=*$", re.M)
+_SYMPY = re.compile(r"^=*[ \t]*tests finished: ((?:\d+ [a-z][a-z ]*,\s*)+)in [\d.]+ seconds[ \t]*=*$", re.M)
 _SYMPY_FAIL = re.compile(r"^_+ (\S+\.py:\w+) _+$", re.M)
 
 
@@ -283,7 +283,7 @@ def _cargo(text: str) -> TestRun | None:
 
 # -- mocha, rspec ----------------------------------------------------------------------------------
 _MOCHA = re.compile(r"^[ \t]+(\d+) passing \([\d.]+m?s\)\s*\n(?:\s+(\d+) pending\s*\n)?(?:\s+(\d+) failing)?", re.M)
-_MOCHA_FAIL = re.compile(r"^[ \t]+\d+\) (.+(?:\n[ \t]+.+?)*?):\n(?:[ \t]*\n)*[ \t]+(\S.*)$", re.M)
+_MOCHA_FAIL = re.compile(r"^[ \t]+\d+\) (.+)$", re.M)
 _RSPEC = re.compile(r"^(\d+) examples?, (\d+) failures?(?:, (\d+) pending)?.*$", re.M)
 _RSPEC_FAIL = re.compile(r"^rspec (\S+) # (.+)$", re.M)
 _RSPEC_ERROR = re.compile(r"^[ \t]+\d+\) (.+)\n[ \t]+(?:Failure/Error: (.+)|(\S.*))$", re.M)
@@ -295,11 +295,24 @@ def _mocha(text: str) -> TestRun | None:
         return None
     m = matches[-1]
     failed = int(m.group(3) or 0)
-    fails = [(" ".join(part.strip() for part in f.group(1).splitlines()), f.group(2).strip())
-             for f in _MOCHA_FAIL.finditer(text, m.end())]
+    fails = [f for f in map(_mocha_failure, _MOCHA_FAIL.finditer(text, m.end())) if f is not None]
     summary = f"{m.group(1)} passing" + (f", {m.group(2)} pending" if m.group(2) else "") + (
         f", {failed} failing" if failed else "")
     return TestRun("mocha", summary, failed, int(m.group(1)), int(m.group(2) or 0), fails, m.end())
+
+
+def _mocha_failure(head: re.Match[str]) -> tuple[str, str] | None:
+    """``1) Suite`` + indented title lines up to the one ending in ``:``, then the error line (None: not one)."""
+    parts = [head.group(1).strip()]
+    lines = head.string[head.end():head.end() + 4000].split("\n")[1:]
+    for k, line in enumerate(lines[:8]):
+        if parts[-1].endswith(":"):
+            error = next((ln.strip() for ln in lines[k:k + 8] if ln.strip()), "")
+            return " ".join(parts).rstrip(":"), error
+        if not line.strip():
+            return None
+        parts.append(line.strip())
+    return None
 
 
 def _rspec(text: str) -> TestRun | None:
