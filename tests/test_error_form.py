@@ -67,6 +67,12 @@ async def test_observe_on_a_missing_task_names_the_task_not_a_missing_argument(c
     assert message.startswith("task_id: task not found: t_missing"), message
 
 
+async def test_observe_of_a_file_names_result_where_the_path_goes(client: Client) -> None:
+    tid = await _task(client)
+    message = await _error(client, "observe", {"task_id": tid, "kind": "file", "result": "../etc/passwd"})
+    assert message.startswith("result: "), message
+
+
 async def test_handoff_names_the_task_then_the_id_then_the_arguments(client: Client) -> None:
     tid = await _task(client)
     missing_task = await _error(client, "handoff", {"task_id": "t_missing", "mode": "complete", "handoff_id": "h_x"})

@@ -53,11 +53,13 @@ async def observe(
     try:
         return await engine.observe.run(task_id, kind, tool, args, result, None, path, text, refs,
                                         agent=agent, intent=intent)
-    except InvalidInput:
+    except (InvalidInput, NotFound) as exc:
         # a wrong task_id is the likelier mistake than a missing argument: name it first (costs nothing
         # on a call that succeeds, which is why it is checked here and not before every observe)
-        if task_id:
+        if isinstance(exc, InvalidInput) and task_id:
             await engine.tasks.get(task_id)
+        if kind == "file" and str(exc).startswith("path: "):  # kind=file takes its path in `result`: name that
+            raise InvalidInput("result", str(exc).removeprefix("path: ")) from exc
         raise
 
 
