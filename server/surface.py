@@ -215,8 +215,18 @@ def _explain(err: Any, built: Tool) -> str:
         return f"{field}: {shown} is out of range; accepted: {sign} {bound}"
     if kind.endswith("_type") or kind.endswith("_parsing"):
         wanted = kind.removesuffix("_type").removesuffix("_parsing").replace("_", " ")
-        return f"{field}: expected {_article(wanted)}, got {_json_type(got)} {shown}"
+        return f"{field}: expected {_article(wanted)}, got {_json_type(got)} {shown}{_shape_of(built, loc)}"
     return f"{field}: {err.get('msg', 'invalid value')} (got {shown})"
+
+
+def _shape_of(built: Tool, loc: Sequence[Any]) -> str:
+    """``; accepted: <shape>`` from the argument's listed description (``[{field, op, value}]``), if it has one:
+    the shape the caller got wrong, which the bare type does not show."""
+    if len(loc) != 1:
+        return ""
+    prop = built.parameters.get("properties", {}).get(str(loc[0]))
+    description = prop.get("description") if isinstance(prop, dict) else None
+    return f"; accepted: {description}" if isinstance(description, str) and description else ""
 
 
 def _article(word: str) -> str:

@@ -108,3 +108,10 @@ def test_connection_failed_names_the_url_and_how_to_start_the_daemon() -> None:
     message = str(err.value)
     assert url in message and "start it with `bosun serve`" in message
     assert "TaskGroup" not in message, message
+
+
+async def test_a_wrong_shape_is_answered_with_the_shape_the_argument_takes(client: Client) -> None:
+    tid = await _task(client)
+    message = await _error(client, "handoff", {"task_id": tid, "mode": "create", "objective": "x", "checks": "present"})
+    assert message == "checks: expected a JSON array, got a string 'present'; accepted: [{field, op, value}]"
+
