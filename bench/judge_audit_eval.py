@@ -100,11 +100,16 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--judge-dir", type=Path)
     ap.add_argument("--grid", action="store_true")
+    ap.add_argument("--window", type=int, default=0, help="evidence words per claim window (default: shipped)")
     ap.add_argument("--unseen", type=int, default=400, help="COVID-Fact/HealthVer items sampled (0: skip)")
     ap.add_argument("--skip-dev", action="store_true", help="skip the dev-part rows (in-sample for the judge)")
     args = ap.parse_args()
     embed, words = default_embedder(), default_words()
     judge = load_judge(args.judge_dir)
+    if args.window:  # the run's window size, everywhere the audit reads claims
+        import bosun.core.audit.judged as judged
+
+        judged.read_claims.__defaults__ = (args.window,)
     lines = ["| set | n | system | balanced accuracy | time |", "|---|---:|---|---:|---:|"]
 
     def part(examples: list[Example], held: bool) -> list[Example]:

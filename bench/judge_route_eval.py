@@ -93,6 +93,7 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=2000, help="MetaTool queries sampled (seeded), 0 = all")
     ap.add_argument("--adapter", action="store_true", help="the MetaTool prompt adapter on in the first stage")
     ap.add_argument("--grid", action="store_true")
+    ap.add_argument("--depth", type=int, default=10, help="documents the judge re-reads per prompt")
     args = ap.parse_args()
     emb = load_model()
     judge = MemoJudge(load_judge(args.judge_dir))
@@ -123,7 +124,7 @@ def main() -> int:
         t1 = time.perf_counter()
         for label, point in points.items():
             def decide(index: Any, prompt: str, qvec: Any, point: JudgePoint = point, **_: Any) -> Any:
-                return judged_route(index, prompt, qvec, judge, 2, point)
+                return judged_route(index, prompt, qvec, judge, 2, point, depth=args.depth)
 
             res = evaluate(index, qs, vecs, decide)
             rows = summary(f"{name} {label}", res)

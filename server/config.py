@@ -48,7 +48,7 @@ class Config:
     model_dir: Path | None = None  # BOSUN_MODEL_DIR
     model_threads: int = 1  # BOSUN_MODEL_THREADS
     model_timeout_s: float = 120.0  # BOSUN_MODEL_TIMEOUT_S
-    judge: str = "on"  # BOSUN_JUDGE: on (the shipped cross-encoder) | off | a provisioned NAME or PATH
+    judge: str = "off"  # BOSUN_JUDGE: off (default) | on (the shipped cross-encoder) | a provisioned NAME or PATH
     host: str = DEFAULT_HOST  # BOSUN_HOST
     port: int = DEFAULT_PORT  # BOSUN_PORT
     token: str | None = None  # BOSUN_TOKEN
@@ -125,7 +125,7 @@ class Config:
             "model_dir": read.path("BOSUN_MODEL_DIR"),
             "model_threads": read.number("BOSUN_MODEL_THREADS", 1, int, minimum=1),
             "model_timeout_s": read.number("BOSUN_MODEL_TIMEOUT_S", 120.0, float, minimum=1),
-            "judge": read.text("BOSUN_JUDGE", "on") or "on",
+            "judge": read.text("BOSUN_JUDGE", "off") or "off",
             "host": read.text("BOSUN_HOST", DEFAULT_HOST),
             "port": read.number("BOSUN_PORT", DEFAULT_PORT, int, minimum=0, maximum=65535),
             "token": read.text("BOSUN_TOKEN", "") or None,

@@ -6,7 +6,8 @@ it is loaded, like the embedder's weights. Its four outputs are supported / refu
 ``claim [SEP] evidence`` and a relevance logit for ``query [SEP] document``; it shares the embedder's
 tokenizer files.
 
-``BOSUN_JUDGE`` chooses: ``on`` (default, the shipped judge), ``off`` (today's scoring without it), a local
+``BOSUN_JUDGE`` chooses: ``off`` (the default: the shipped judge measured worse than the rules on held-out data,
+see docs/judge.md), ``on`` (the shipped judge), a local
 directory holding ``model.onnx`` + ``tokenizer.json`` (verified against the manifest ``bosun provision
 --judge PATH`` recorded), or a fastembed cross-encoder name provisioned with ``bosun provision --judge NAME``.
 A one-output model (an ordinary reranker) gives relevance only; the audit then keeps its own rules.
@@ -33,7 +34,7 @@ log = logging.getLogger("bosun.judge")
 
 SHIPPED = "bosun-judge-minilm-l6"
 SHIPPED_DIR = ("models", "bosun-judge")
-SHIPPED_SHA256 = "0000000000000000000000000000000000000000000000000000000000000000"  # set by the release step
+SHIPPED_SHA256 = "c798f3870814916fc4e80dabcdfe6f1c3161de317f6f17a5c58a359f1a44dcb4"
 TOKENIZER_DIR = ("models", "all-MiniLM-L6-v2")
 MAX_LEN = {"claim": 192, "route": 96}
 BATCH = 32

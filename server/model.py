@@ -170,6 +170,20 @@ def fetch_catalogue_model(name: str, cache_dir: Path) -> None:
         set_offline()
 
 
+def fetch_cross_encoder(name: str, cache_dir: Path) -> None:
+    """Download a fastembed cross-encoder (a judge) into ``cache_dir`` (needs the model hub)."""
+    for key in OFFLINE_ENV:
+        os.environ.pop(key, None)
+    try:
+        from fastembed.rerank.cross_encoder import TextCrossEncoder
+
+        TextCrossEncoder(model_name=name, cache_dir=str(cache_dir))
+    except Exception as exc:  # network and catalogue errors come in many types
+        raise ModelError(f"fetching {name} failed: {exc}") from exc
+    finally:
+        set_offline()
+
+
 def _is_fastembed_cache(model_dir: Path) -> bool:
     """A fastembed cache dir (models--org--name/...) rather than a flat model directory."""
     return not (model_dir / "tokenizer.json").exists() and any(model_dir.glob("models--*"))

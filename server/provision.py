@@ -23,6 +23,7 @@ from bosun.server.model import (
     ModelError,
     assemble_default_model,
     fetch_catalogue_model,
+    fetch_cross_encoder,
     sha256_file,
     verify_manifest,
     weights_path,
@@ -243,9 +244,7 @@ def _provision_judge_name(choice: JudgeChoice, home: Path, check: bool) -> Provi
     if check:
         return ProvisionReport(FETCHABLE, name, str(cache), "not on this machine; the hub answers from here")
     try:
-        from fastembed.rerank.cross_encoder import TextCrossEncoder
-
-        TextCrossEncoder(model_name=name, cache_dir=str(cache))
-    except Exception as exc:  # network and catalogue errors come in many types
-        return ProvisionReport(UNAVAILABLE, name, str(cache), f"fetching {name} failed: {exc}")
+        fetch_cross_encoder(name, cache)
+    except ModelError as exc:
+        return ProvisionReport(UNAVAILABLE, name, str(cache), str(exc))
     return _record_judge(choice, home, cache, name)

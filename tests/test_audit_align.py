@@ -226,6 +226,12 @@ async def test_service_aligns_with_the_models_session() -> None:
         async def model_id(self) -> str:
             return "fake"
 
+        async def judge(self) -> None:  # no judge: the rules decide (BOSUN_JUDGE=off)
+            return None
+
+        def judge_notice(self) -> None:
+            return None
+
         async def embedder(self) -> Any:
             return cache
 
@@ -253,6 +259,12 @@ async def test_service_without_token_states_falls_back_to_pooled_cosines() -> No
 
         async def model_id(self) -> str:
             return "fake"
+
+        async def judge(self) -> None:  # no judge: the rules decide (BOSUN_JUDGE=off)
+            return None
+
+        def judge_notice(self) -> None:
+            return None
 
         async def embedder(self) -> Any:
             return HashEmbedder(32)

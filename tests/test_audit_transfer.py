@@ -108,6 +108,12 @@ class _SlowModel:
     async def model_id(self) -> str:
         return "slow-test-model"
 
+    async def judge(self) -> None:  # no judge: the rules decide (BOSUN_JUDGE=off)
+        return None
+
+    def judge_notice(self) -> None:
+        return None
+
     async def embedder(self) -> HashEmbedder:  # as Engine.embedder: waits for the model load
         await self.release.wait()
         return HashEmbedder(8)  # no token states: the service embeds without the alignment

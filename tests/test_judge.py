@@ -159,6 +159,7 @@ def test_evidence_window_keeps_the_sentences_that_share_the_claims_words() -> No
 
 
 async def test_engine_reports_the_judge_in_health_and_off_turns_it_off(tmp_path: Path, tiny: OnnxJudge) -> None:
+    assert Config.from_env(env={}).judge == "off"  # the default: the shipped judge measured below the rules
     cfg = Config.from_env(env={"BOSUN_JUDGE": "off"}, home=tmp_path / "h1", policies=[])
     eng = Engine(cfg, embedder_factory=lambda _c: HashEmbedder(64), judge_factory=lambda _c: tiny)
     await eng.open(watch_policies=False)
@@ -166,7 +167,7 @@ async def test_engine_reports_the_judge_in_health_and_off_turns_it_off(tmp_path:
         assert await eng.judge() is None and eng.health()["judge"] == {"state": "off"}
     finally:
         await eng.close()
-    eng = Engine(Config.from_env(env={}, home=tmp_path / "h2", policies=[]),
+    eng = Engine(Config.from_env(env={"BOSUN_JUDGE": "on"}, home=tmp_path / "h2", policies=[]),
                  embedder_factory=lambda _c: HashEmbedder(64), judge_factory=lambda _c: tiny)
     await eng.open(watch_policies=False)
     try:
@@ -180,7 +181,7 @@ async def test_a_judge_that_fails_to_load_is_reported_and_answers_say_so(tmp_pat
     def broken(_c: Config) -> OnnxJudge:
         raise ModelError("the judge file is gone")
 
-    eng = Engine(Config.from_env(env={}, home=tmp_path / "h", policies=[]),
+    eng = Engine(Config.from_env(env={"BOSUN_JUDGE": "on"}, home=tmp_path / "h", policies=[]),
                  embedder_factory=lambda _c: HashEmbedder(64), judge_factory=broken)
     await eng.open(watch_policies=False)
     try:
@@ -205,4 +206,4 @@ def test_the_shipped_judge_reads_a_changed_number_and_a_relevant_document() -> N
                             "production schema, writing and reverting migrations"),
                            ("how do I roll back a failed database migration", "frontend accessibility: colour "
                             "contrast, keyboard navigation and screen readers")])
-    assert rel[0] > 0.5 > rel[1]
+    assert rel[0] > rel[1]  # the order; its calibration is what measured poorly (docs/judge.md)

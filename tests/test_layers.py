@@ -76,7 +76,7 @@ def test_the_light_entry_points_do_not_import_heavy_libraries() -> None:
 
 # -- wings: one per capability, on a small ground floor ------------------------------------
 CORE_WINGS = ("routing", "audit", "selection", "task", "offload", "guard")
-GROUND_FLOOR = ("embedding", "tokens", "errors", "redact", "text", "actions")
+GROUND_FLOOR = ("embedding", "judge", "tokens", "errors", "redact", "text", "actions")
 # guard decides whether an action may run from the task's budget and seal: the one arrow between wings
 WING_MAY_IMPORT = {"guard": {"task"}}
 

@@ -161,6 +161,12 @@ class FakeEngine:
         self.emb = CachingEmbedder(inner)
         self.config = Config(policies=[])
 
+    async def judge(self) -> None:  # no judge: the rules decide (BOSUN_JUDGE=off)
+        return None
+
+    def judge_notice(self) -> None:
+        return None
+
     async def embedder(self) -> CachingEmbedder:
         return self.emb
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bosun.core.judge import NEI, REFUTED, SUPPORTED, Judge, evidence_window
+from bosun.core.judge import NEI, REFUTED, SUPPORTED, WINDOW_WORDS, Judge, evidence_window
 
 REFUTED_BAR = 0.5  # P(refuted) at or above this, and above P(supported): contradicted
 RULES_OVERRIDE = 0.9  # P(supported) at or above this outweighs a contradiction the rules found
@@ -29,9 +29,10 @@ class JudgeReading:
         return {"supported": round(self.supported, 4), "refuted": round(self.refuted, 4), "nei": round(self.nei, 4)}
 
 
-def read_claims(claims: Sequence[str], sentences: Sequence[str], judge: Judge) -> list[JudgeReading | None]:
+def read_claims(claims: Sequence[str], sentences: Sequence[str], judge: Judge,
+                budget_words: int = WINDOW_WORDS) -> list[JudgeReading | None]:
     """One reading per claim (None where no sentence shares a word with it), in one batch of judge calls."""
-    windows = [evidence_window(c, sentences) for c in claims]
+    windows = [evidence_window(c, sentences, budget_words) for c in claims]
     todo = [i for i, (text, _) in enumerate(windows) if text]
     out: list[JudgeReading | None] = [None] * len(claims)
     if not todo:

@@ -63,12 +63,13 @@ def final_order(cands: Sequence[int], probs: npt.NDArray[np.float32], point: Jud
 
 
 def judged_route(index: PolicyIndex, prompt: str, qvec: npt.NDArray[np.float32] | None, judge: Judge,
-                 top_k: int, point: JudgePoint = SHIPPED_POINT, rrf_k: int | None = None) -> RouteResult:
+                 top_k: int, point: JudgePoint = SHIPPED_POINT, rrf_k: int | None = None,
+                 depth: int = DEPTH) -> RouteResult:
     """Rank with the first stage, re-read its top documents with the judge, admit on the judge's bars."""
     if len(index) == 0 or top_k <= 0:
         return RouteResult([], True, 0.0)
     sc = score(index, prompt, qvec) if rrf_k is None else score(index, prompt, qvec, rrf_k)
-    cands, probs = rerank(index, prompt, sc.order.tolist(), judge)
+    cands, probs = rerank(index, prompt, sc.order.tolist(), judge, depth)
     ranked = final_order(cands, probs, point)
     hits: list[Hit] = []
     rejected = 0.0

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     cal = index.calibration
     if args.mode == "score":
         print(HEADER)
-        judge = None if args.operating_point else load_judge(home, os.environ.get("BOSUN_JUDGE", "on"))
+        judge = None if args.operating_point else load_judge(home, os.environ.get("BOSUN_JUDGE", "off"))
         if judge is not None:  # the server's default: the first stage's top documents re-read by the judge
             routed = [[h.name for h in judged_route(index, r.prompt, q, judge, op.top_k, rrf_k=op.rrf_k).hits]
                       for r, q in zip(rows, qvecs, strict=True)]
