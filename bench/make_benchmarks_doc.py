@@ -113,6 +113,16 @@ ROWS: tuple[Row, ...] = (
     Row("tokens", "token estimate against cl100k_base, agent tool outputs: median absolute error", "token_estimate.md",
         r"\| swe_tool_output \| \d+ \| \d+ \| [\d.]+ \| [+\-\d.]+% \| ([\d.]+%) \|", "{0}",
         "python bench/token_estimate.py", after=r"## cl100k_base"),
+    Row("judge (opt-in)", "audit held-out fifth, WiCE: rules only (default) / with the judge", "judge.md",
+        r"\| WiCE held-out fifth \| \d+ \| \*\*([\d.]+)\*\* \| ([\d.]+) \|",
+        "{0} / {1}", "python bench/judge_audit_eval.py --skip-dev --unseen 300 --grid"),
+    Row("judge (opt-in)", "audit held-out fifth, ExpertQA: rules only (default) / with the judge", "judge.md",
+        r"\| ExpertQA held-out fifth \| \d+ \| ([\d.]+) \| ([\d.]+) \|",
+        "{0} / {1}", "python bench/judge_audit_eval.py --skip-dev --unseen 300 --grid"),
+    Row("judge (opt-in)", "MetaTool zero-shot, rank recall@2: first stage (default) / judge re-reading the top 10",
+        "judge.md", r"\| first stage \(BOSUN_JUDGE=off\) \| [^|]+\| [^|]+\| \*\*([\d.]+)\*\* \|"
+        r"[\s\S]*?\| judge re-reads the top 10, admits at 0.5 \| [\d.]+ \| [\d.]+ \| ([\d.]+) \|",
+        "{0} / {1}", "python bench/judge_route_eval.py --limit 1000 --grid --corpora metatool"),
 )
 
 HEADER = """# Benchmarks
