@@ -22,7 +22,14 @@ from bosun.core.routing.rerank import JudgePoint, judged_route
 from bosun.core.routing.route import build_index_with
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.judge_model import JudgeChoice, OnnxJudge, load_judge, load_shipped, shipped_dir, tokenizer_path
+from bosun.server.judge_model import (
+    JudgeChoice,
+    OnnxJudge,
+    load_judge,
+    load_shipped,
+    shipped_dir,
+    tokenizer_path,
+)
 from bosun.server.model import ModelError
 from bosun.server.provision import FETCHABLE, MISMATCH, PRESENT, UNAVAILABLE, provision_judge
 from tests import judge_tiny
