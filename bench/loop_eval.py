@@ -71,6 +71,16 @@ _FAMILY_OF = {
 }
 
 
+def append_outcome(journal: Any, payload: dict[str, Any], output: str, failed: bool) -> Any:
+    """Journal one replayed call as observe does: a failure with its signature and first line, or a result."""
+    if failed:
+        payload["error_signature"] = error_signature(output)
+        payload["error"] = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")[:300]
+        return journal.append("tool_failure", payload)
+    payload["result_signature"] = payload["sha256"][:16]
+    return journal.append("tool_result", payload)
+
+
 def held_out(traj_id: str) -> bool:
     """Whether a run belongs to the held-out split (a pure function of the seed and the run id)."""
     digest = hashlib.sha256(f"{SPLIT_SEED}:{traj_id}".encode()).digest()
@@ -217,13 +227,7 @@ def replay(name: str, runs: list[dict[str, Any]], rules: RuleSet, stats: RunStat
             payload: dict[str, Any] = {"tool": tool, "args_hash": a_hash, "args": short_args(red), "sha256": digest,
                                        "bytes": len(output), "tokens": output_tokens(call), "ref": None,
                                        "stored_ref": "mem://sha256:" + digest, "offloaded": False}
-            if call.get("error"):
-                payload["error_signature"] = error_signature(output)
-                payload["error"] = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")[:300]
-                state = journal.append("tool_failure", payload)
-            else:
-                payload["result_signature"] = digest[:16]
-                state = journal.append("tool_result", payload)
+            state = append_outcome(journal, payload, output, bool(call.get("error")))
             writes = (analyse(command).writes if isinstance(command, str)
                       else (not call.get("error") and is_mutating_tool(tool)))
             for k in list(edited_since):
@@ -596,13 +600,7 @@ def stuck_replay(runs: list[dict[str, Any]], labels: dict[str, list[dict[str, An
             payload: dict[str, Any] = {"tool": "bash", "args_hash": args_hash(args), "args": short_args(args),
                                        "sha256": digest, "bytes": len(output), "tokens": estimate_tokens(output),
                                        "ref": None, "stored_ref": "mem://sha256:" + digest}
-            if stuck_failed(step["cmd"], output):
-                payload["error_signature"] = error_signature(output)
-                payload["error"] = next((ln.strip() for ln in output.splitlines() if ln.strip()), "")[:300]
-                state = journal.append("tool_failure", payload)
-            else:
-                payload["result_signature"] = digest[:16]
-                state = journal.append("tool_result", payload)
+            state = append_outcome(journal, payload, output, stuck_failed(step["cmd"], output))
         stats.detected += sum(hit)
 
 

@@ -17,6 +17,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from doc_page import write_or_check
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results"
 PAGE = ROOT / "docs" / "benchmarks.md"
@@ -179,13 +182,7 @@ def main(argv: list[str] | None = None) -> int:
     except StaleRow as exc:
         print(f"make_benchmarks_doc: {exc}", file=sys.stderr)
         return 2
-    if args.check:
-        same = PAGE.exists() and PAGE.read_text(encoding="utf-8") == page
-        print("docs/benchmarks.md is current" if same else "docs/benchmarks.md is stale: run python bench/make_benchmarks_doc.py")
-        return 0 if same else 1
-    PAGE.write_text(page, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)} ({len(ROWS)} rows)")
-    return 0
+    return write_or_check(PAGE, page, "make_benchmarks_doc.py", args.check, f" ({len(ROWS)} rows)")
 
 
 if __name__ == "__main__":

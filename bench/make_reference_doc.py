@@ -14,6 +14,9 @@ import argparse
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from doc_page import write_or_check
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "reference.md"
 
@@ -36,13 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="exit 1 if docs/reference.md differs from the output")
     args = ap.parse_args(argv)
     page = render()
-    if args.check:
-        same = PAGE.exists() and PAGE.read_text(encoding="utf-8") == page
-        print("docs/reference.md is current" if same else "docs/reference.md is stale: run python bench/make_reference_doc.py")
-        return 0 if same else 1
-    PAGE.write_text(page, encoding="utf-8")
-    print(f"wrote {PAGE.relative_to(ROOT)}")
-    return 0
+    return write_or_check(PAGE, page, "make_reference_doc.py", args.check)
 
 
 if __name__ == "__main__":

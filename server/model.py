@@ -156,28 +156,20 @@ def set_offline() -> None:
         os.environ[key] = value
 
 
-def fetch_catalogue_model(name: str, cache_dir: Path) -> None:
-    """Download a fastembed catalogue model into ``cache_dir`` (needs the model hub)."""
+def fetch_catalogue_model(name: str, cache_dir: Path, cross_encoder: bool = False) -> None:
+    """Download a fastembed catalogue model into ``cache_dir`` (needs the model hub): an embedder, or with
+    ``cross_encoder`` a reranker (a judge)."""
     for key in OFFLINE_ENV:
         os.environ.pop(key, None)
     try:
-        from fastembed import TextEmbedding
+        if cross_encoder:
+            from fastembed.rerank.cross_encoder import TextCrossEncoder
 
-        TextEmbedding(model_name=name, cache_dir=str(cache_dir))
-    except Exception as exc:  # network and catalogue errors come in many types
-        raise ModelError(f"fetching {name} failed: {exc}") from exc
-    finally:
-        set_offline()
+            TextCrossEncoder(model_name=name, cache_dir=str(cache_dir))
+        else:
+            from fastembed import TextEmbedding
 
-
-def fetch_cross_encoder(name: str, cache_dir: Path) -> None:
-    """Download a fastembed cross-encoder (a judge) into ``cache_dir`` (needs the model hub)."""
-    for key in OFFLINE_ENV:
-        os.environ.pop(key, None)
-    try:
-        from fastembed.rerank.cross_encoder import TextCrossEncoder
-
-        TextCrossEncoder(model_name=name, cache_dir=str(cache_dir))
+            TextEmbedding(model_name=name, cache_dir=str(cache_dir))
     except Exception as exc:  # network and catalogue errors come in many types
         raise ModelError(f"fetching {name} failed: {exc}") from exc
     finally:

@@ -23,7 +23,6 @@ from bosun.server.model import (
     ModelError,
     assemble_default_model,
     fetch_catalogue_model,
-    fetch_cross_encoder,
     sha256_file,
     verify_manifest,
     weights_path,
@@ -244,7 +243,7 @@ def _provision_judge_name(choice: JudgeChoice, home: Path, check: bool) -> Provi
     if check:
         return ProvisionReport(FETCHABLE, name, str(cache), "not on this machine; the hub answers from here")
     try:
-        fetch_cross_encoder(name, cache)
+        fetch_catalogue_model(name, cache, cross_encoder=True)
     except ModelError as exc:
         return ProvisionReport(UNAVAILABLE, name, str(cache), str(exc))
     return _record_judge(choice, home, cache, name)

@@ -68,6 +68,12 @@ def _next_line(text: str, pos: int, skip: str = "") -> str:
     return ""
 
 
+
+def _last(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The last match of a runner's summary line: the last run decides."""
+    matches = list(pattern.finditer(text))
+    return matches[-1] if matches else None
+
 # -- pytest ----------------------------------------------------------------------------------------
 _PYTEST = re.compile(r"^=*[ \t]*((?:\d+ (?:failed|passed|errors?|skipped|xfailed|xpassed|deselected|warnings?|rerun)"
                      r"(?:, )?)+|no tests ran) in [\d.]+s(?: \([\d:]+\))?[ \t]*=*$", re.M)
@@ -177,10 +183,9 @@ _TAP_ERROR = re.compile(r"^[ \t]*error: (?:\|-?\n\s*(.+)|'(.+)'|(.+))$", re.M)
 
 
 def _node(text: str) -> TestRun | None:
-    matches = list(_NODE.finditer(text))
-    if not matches:
+    m = _last(_NODE, text)
+    if m is None:
         return None
-    m = matches[-1]
     failed = int(m.group(3)) + int(m.group(4) or 0)
     fails: dict[str, str] = {}
     for f in _NODE_SPEC_FAIL.finditer(text):
@@ -205,10 +210,9 @@ _VITEST_FAIL = re.compile(r"^[ \t]*(?:FAIL|×)\s+(\S+.*? > .+?)(?:\s+\d+ms)?$", 
 
 
 def _jest(text: str) -> TestRun | None:
-    matches = list(_JEST.finditer(text))
-    if not matches:
+    m = _last(_JEST, text)
+    if m is None:
         return None
-    m = matches[-1]
     c = _counts(m.group(1))
     fails: dict[str, str] = {}
     for f in _JEST_FAIL.finditer(text):
@@ -219,10 +223,9 @@ def _jest(text: str) -> TestRun | None:
 
 
 def _vitest(text: str) -> TestRun | None:
-    matches = list(_VITEST.finditer(text))
-    if not matches:
+    m = _last(_VITEST, text)
+    if m is None:
         return None
-    m = matches[-1]
     c = _counts(m.group(1))
     fails: dict[str, str] = {}
     for f in _VITEST_FAIL.finditer(text):
@@ -290,10 +293,9 @@ _RSPEC_ERROR = re.compile(r"^[ \t]+\d+\) (.+)\n[ \t]+(?:Failure/Error: (.+)|(\S.
 
 
 def _mocha(text: str) -> TestRun | None:
-    matches = list(_MOCHA.finditer(text))
-    if not matches:
+    m = _last(_MOCHA, text)
+    if m is None:
         return None
-    m = matches[-1]
     failed = int(m.group(3) or 0)
     fails = [f for f in map(_mocha_failure, _MOCHA_FAIL.finditer(text, m.end())) if f is not None]
     summary = f"{m.group(1)} passing" + (f", {m.group(2)} pending" if m.group(2) else "") + (
@@ -316,10 +318,9 @@ def _mocha_failure(head: re.Match[str]) -> tuple[str, str] | None:
 
 
 def _rspec(text: str) -> TestRun | None:
-    matches = list(_RSPEC.finditer(text))
-    if not matches:
+    m = _last(_RSPEC, text)
+    if m is None:
         return None
-    m = matches[-1]
     errors = {e.group(1).strip(): (e.group(2) or e.group(3) or "").strip() for e in _RSPEC_ERROR.finditer(text)}
     fails = [(f.group(2).strip(), errors.get(f.group(2).strip(), "")) for f in _RSPEC_FAIL.finditer(text)]
     total, failed, pending = int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
