@@ -165,7 +165,7 @@ def synthetic(claim: str, evidence: str, others: list[str], rng: random.Random, 
 
 # --- claim sources -----------------------------------------------------------------------------------------
 
-def fever(rng: random.Random, n_nei: int, synth_share: float) -> list[Pair]:
+def fever(rng: random.Random, n_nei: int, synth_share: float, context_share: float = 0.0) -> list[Pair]:
     rows = [r for r in read_jsonl(shared_dir() / "data" / "training" / "claim_verification.jsonl.gz")]
     out: list[Pair] = []
     claims = [_fever_clean(r["claim"]) for r in rows]
@@ -197,6 +197,14 @@ def fever(rng: random.Random, n_nei: int, synth_share: float) -> list[Pair]:
             out.append(Pair(CLAIM, claims[i], window, NEI, "fever+other_evidence"))
             made += 1
             break
+    # the same pairs inside a longer window, between other evidence on near topics: the verdict is unchanged,
+    # but the model must find the sentence that bears on the claim, as in an audit's chunk windows
+    for i in order[: int(len(order) * context_share)]:
+        others = [evs[j] for j in rng.sample(range(len(rows)), 2) if j != i]
+        parts = [*others, evs[i]]
+        rng.shuffle(parts)
+        label = SUPPORTED if rows[i]["label"] == "supported" else REFUTED
+        out.append(Pair(CLAIM, claims[i], " ".join(parts), label, "fever+context"))
     sup = [(c, e) for c, e, r in zip(claims, evs, rows, strict=True) if r["label"] == "supported"]
     rng.shuffle(sup)
     for c, e in sup[: int(len(sup) * synth_share)]:
