@@ -130,7 +130,7 @@ def test_stdio_answers_a_tools_call_nested_too_deep_with_its_id(tmp_path: Path) 
 
 
 def test_top_level_id_ignores_ids_inside_arguments_and_strings() -> None:
-    from bosun.server.transport.http_guard import top_level_id
+    from bosun.server.transport.json_scan import top_level_id
 
     deep = "[" * 100 + "]" * 100
     body = ('{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"id":5,"t":"\\"id\\": 9","d":'

@@ -193,7 +193,7 @@ def test_depth_measured_in_pieces_matches_the_parsed_depth_wherever_the_pieces_s
     import json
     import random
 
-    from bosun.server.transport.http_guard import DepthScan, json_depth
+    from bosun.server.transport.json_scan import DepthScan, json_depth
 
     rng = random.Random(7)
     for _ in range(100):
@@ -238,7 +238,8 @@ def test_a_small_body_stays_in_memory_and_a_single_chunk_is_not_copied(tmp_path:
 
 
 async def test_the_guard_hands_a_spooled_body_to_the_app_once_and_refuses_deep_nesting_early(tmp_path: Path) -> None:
-    from bosun.server.transport.http_guard import MAX_DEPTH, HttpGuard
+    from bosun.server.transport.http_guard import HttpGuard
+    from bosun.server.transport.json_scan import MAX_DEPTH
 
     seen: list[bytes] = []
 
@@ -276,7 +277,7 @@ async def test_the_guard_hands_a_spooled_body_to_the_app_once_and_refuses_deep_n
 
 
 def test_the_depth_limit_scans_only_bodies_that_could_be_too_deep_and_is_exact_when_it_does() -> None:
-    from bosun.server.transport.http_guard import DepthLimit
+    from bosun.server.transport.json_scan import DepthLimit
 
     call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"recall","arguments":{"ref":"ab"}}}'
     shallow = DepthLimit(3)

@@ -96,7 +96,7 @@ def test_bosun_home_is_owner_only_whatever_the_umask(daemon: tuple[str, Path, su
     (b'{"a": [1, 2, {"b": "]]]]"}]}', 3), (b'"[[[[["', 0), (b"[" * 70 + b"]" * 70, 70), (b'{"s": "\\"[["}', 1),
 ])
 def test_json_depth_skips_strings(text: bytes, depth: int) -> None:
-    from bosun.server.transport.http_guard import json_depth
+    from bosun.server.transport.json_scan import json_depth
 
     assert json_depth(text) == depth
 

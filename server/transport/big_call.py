@@ -35,7 +35,7 @@ from typing import IO, Any
 import numpy as np
 
 from bosun.server.spooled_values import SpooledValue, register
-from bosun.server.transport.http_guard import unescaped_quotes
+from bosun.server.transport.json_scan import unescaped_quotes
 
 log = logging.getLogger("bosun.http")
 

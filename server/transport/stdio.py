@@ -35,7 +35,7 @@ from mcp.server.context import CallNext, ServerRequestContext
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from bosun.server.transport import early_init
-from bosun.server.transport.http_guard import MAX_DEPTH, json_depth, top_level_id
+from bosun.server.transport.json_scan import MAX_DEPTH, json_depth, top_level_id
 
 log = logging.getLogger("bosun.stdio")
 
