@@ -29,6 +29,7 @@ from bosun.server.background import Background
 from bosun.server.config import Config
 from bosun.server.services.audit import AuditService
 from bosun.server.services.checkpoint import CheckpointService
+from bosun.server.services.compass import CompassService
 from bosun.server.services.files import FileService
 from bosun.server.services.handoff import HandoffService
 from bosun.server.services.ledger import LedgerService
@@ -110,17 +111,20 @@ class Engine:
         cfg = self.config
         # one redactor: secrets are scrubbed the same way before anything is hashed, stored or compared
         self.redactor = Redactor(cfg.redact_disable, cfg.redact_extra)
+        # the Engine is the stores' view (``refs``, ``store_set``) and the models' (``embed``, ``judge``) that
+        # services are typed by (services/ports.py): they open after this, so services read them at call time
         self.tasks = TaskService(self, self.redactor)
         self.ledger = LedgerService(self.tasks, cfg.prices, cfg.price_model)
         resolver = RefResolver(self)
-        self.files = FileService(self, self.tasks, self.redactor)
-        self.observe = ObserveService(self, self.tasks, self.redactor, resolver, self.files)
-        self.recall = RecallService(self, self.tasks, resolver)
-        self.precheck = PrecheckService(self, self.tasks, self.redactor, self.ledger)
-        self.handoff = HandoffService(self, self.tasks)
-        self.plan = PlanService(self.tasks, self.ledger)
-        self.checkpoint = CheckpointService(self, self.tasks, self.ledger)
+        self.files = FileService(cfg, self, self.tasks, self.redactor)
+        self.observe = ObserveService(cfg, self, self.tasks, self.redactor, resolver, self.files)
+        self.recall = RecallService(self.tasks, resolver)
+        self.precheck = PrecheckService(cfg, self.tasks, self.redactor, self.ledger)
+        self.handoff = HandoffService(self, self.tasks, resolver)
+        self.plan = PlanService(self.tasks, self.ledger, cfg)
+        self.checkpoint = CheckpointService(cfg, self, self.tasks, self.ledger)
         self.policies = PolicyService(self)
+        self.compass = CompassService(self)  # route over a caller's tool list: one warm index per list
         self.select = SelectService(self, self.policies)
         self.audit = AuditService(self)
 

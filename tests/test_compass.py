@@ -14,7 +14,7 @@ from bosun.core.errors import InvalidInput
 from bosun.server.app import create_server
 from bosun.server.config import Config
 from bosun.server.engine import Engine
-from bosun.server.services.compass import CompassService, compass_of, parse_tools
+from bosun.server.services.compass import CompassService, parse_tools
 
 TOOLS: list[dict[str, Any]] = [
     {"name": "get_weather", "description": "Current weather and the forecast for a city: temperature, rain, wind."},
@@ -56,8 +56,8 @@ async def test_index_is_built_once_per_tool_list(config: Config) -> None:
     engine = Engine(config, embedder_factory=lambda _c: emb)
     await engine.open(watch_policies=False)
     try:
-        compass = compass_of(engine)
-        assert compass_of(engine) is compass
+        compass = engine.compass
+        assert engine.compass is compass
         await compass.rank("will it rain in Paris tomorrow", TOOLS)
         embedded = sum(len(c) for c in emb.calls)
         assert embedded > len(TOOLS)  # descriptions (and background prompts) were embedded
@@ -101,7 +101,7 @@ async def test_route_tool_with_tools_runs_the_compass(client: Client) -> None:
 async def test_compass_never_recommends_the_wrong_tool_first(real_engine: Engine) -> None:
     await real_engine.open(watch_policies=False)
     try:
-        compass = compass_of(real_engine)
+        compass = real_engine.compass
         for prompt, want in [
             ("what's the weather going to be like in Lisbon this weekend?", "get_weather"),
             ("book me a flight from Boston to Denver next Friday", "search_flights"),
@@ -165,7 +165,7 @@ async def test_a_multi_intent_request_embeds_its_clauses_in_the_same_call(config
     engine = Engine(config, embedder_factory=lambda _c: emb)
     await engine.open(watch_policies=False)
     try:
-        compass = compass_of(engine)
+        compass = engine.compass
         await compass.rank("warm up", TOOLS)
         emb.calls.clear()
         prompt = "search flights from Boston to Denver, then check the weather forecast in Denver"

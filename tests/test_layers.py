@@ -145,3 +145,10 @@ def test_services_do_not_import_tools_and_the_server_uses_public_sdk_api_only() 
             bad += [f"{path.relative_to(ROOT)} imports {n}" for n in _imports(path)
                     if n.startswith(("bosun.server.tools", "bosun.server.app", "mcp"))]
     assert not bad, "\n".join(bad)
+
+
+def test_services_never_import_the_engine_that_composes_them() -> None:
+    """Not even for a type (``services/ports.py`` holds the Protocols): the Engine is the one composition root."""
+    bad = [f"{path.relative_to(ROOT)} imports {n}" for path in sorted((ROOT / "server" / "services").glob("*.py"))
+           for n in _imports(path) if n == "bosun.server.engine" or n.startswith("bosun.server.engine.")]
+    assert not bad, "\n".join(bad)

@@ -122,13 +122,12 @@ def via_daemon(home: Path, body: dict[str, Any], timeout: float) -> dict[str, An
 
 async def in_process(args: argparse.Namespace, prompt: str, tools: list[Any] | None) -> dict[str, Any]:
     from bosun.server.engine import Engine
-    from bosun.server.services.compass import compass_of
 
     engine = Engine(config_of(args))
     await engine.open(watch_policies=False)
     try:
         if tools is not None:
-            return await compass_of(engine).rank(prompt, tools, args.top_k)
+            return await engine.compass.rank(prompt, tools, args.top_k)
         out = await engine.policies.route(prompt, args.top_k)
         out.pop("cached", None)
         return out

@@ -24,7 +24,8 @@ from bosun.server.services.ledger import LedgerService
 from bosun.server.services.tasks import TaskService, check_task_id
 
 if TYPE_CHECKING:
-    from bosun.server.engine import Engine
+    from bosun.server.config import Config
+    from bosun.server.services.ports import OpenStores
 
 MEDIA_JSON = "application/json"
 
@@ -32,16 +33,16 @@ MEDIA_JSON = "application/json"
 class CheckpointService:
     """checkpoint(mode=snapshot|resume|report|compact|trim|clear) for every task."""
 
-    def __init__(self, engine: Engine, tasks: TaskService, ledger: LedgerService) -> None:
-        self.engine = engine
+    def __init__(self, config: Config, stores: OpenStores, tasks: TaskService, ledger: LedgerService) -> None:
+        self.stores = stores
         self.tasks = tasks
         self.ledger = ledger
-        self.default_mode = get_mode(engine.config.prune_mode).name
+        self.default_mode = get_mode(config.prune_mode).name
 
     async def run(self, task_id: str, mode: str, seal: str | None = None, target_tokens: int | None = None,
                   prune_mode: str | None = None, max_tokens: int = 1500) -> dict[str, Any]:
         """One checkpoint call; ``drift`` joins the answer when a seal was given."""
-        engine, tasks = self.engine, self.tasks
+        stores, tasks = self.stores, self.tasks
         task_id = check_task_id(task_id)
         if not isinstance(max_tokens, int) or max_tokens < 100:
             raise InvalidInput("max_tokens", f"must be an integer >= 100, got {max_tokens!r}")
@@ -52,7 +53,7 @@ class CheckpointService:
         out: dict[str, Any]
         if mode == "snapshot":
             body = json.dumps(state.to_dict(), ensure_ascii=False, sort_keys=True).encode("utf-8")
-            ref = await engine.refs.put(body, MEDIA_JSON)
+            ref = await stores.refs.put(body, MEDIA_JSON)
             ledger = ledger_of(events)
             state = await tasks.append(task_id, "checkpoint_saved", {
                 "ref": ref, "version": state.version, "observed_tokens": ledger.observed_tokens})
@@ -79,7 +80,7 @@ class CheckpointService:
                            if isinstance(r := ev.payload.get(k), str) and r.startswith("mem://")})
             verified = 0
             for r in refs:
-                verified += int(await engine.refs.verify(r))
+                verified += int(await stores.refs.verify(r))
             report = {
                 "task_id": task_id, "objective": state.objective, "status": state.status, "version": state.version,
                 "plan": {"completed": state.completed, "active": state.active, "remaining": state.remaining},
@@ -90,7 +91,7 @@ class CheckpointService:
                 "refs": {"total": len(refs), "verified": verified, "lossless": verified == len(refs)},
             }
             full = json.dumps(report, ensure_ascii=False, sort_keys=True)
-            ref = await engine.refs.put(full.encode("utf-8"), MEDIA_JSON)
+            ref = await stores.refs.put(full.encode("utf-8"), MEDIA_JSON)
             text, cut = bound(json.dumps(report, ensure_ascii=False, separators=(",", ":")), 64_000, max_tokens)
             out = {"report": report if not cut else text, "truncated": cut, "ref": short_ref(ref.rsplit(":", 1)[1]),
                    "seal": SEAL_PREFIX + state.seal}

@@ -21,7 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
@@ -41,6 +41,9 @@ from bosun.core.routing.route import (
     texts_to_embed,
 )
 from bosun.server.services.policies import validate_prompt
+
+if TYPE_CHECKING:
+    from bosun.server.services.ports import Models
 
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -117,8 +120,8 @@ def fingerprint(tools: list[ToolDoc]) -> str:
 class CompassService:
     """Ranks a caller's tools for a prompt; one warm index per distinct tool list."""
 
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
+    def __init__(self, models: Models) -> None:
+        self.models = models
         self._indexes: OrderedDict[str, PolicyIndex] = OrderedDict()
         self._building: dict[str, asyncio.Task[PolicyIndex]] = {}
 
@@ -143,7 +146,7 @@ class CompassService:
     async def _build(self, tools: list[ToolDoc], progress: Progress | None) -> PolicyIndex:
         policies = [t.as_policy() for t in tools]
         texts = list(dict.fromkeys(texts_to_embed(policies)))
-        emb = await self.engine.embedder()
+        emb = await self.models.embedder()
         model_id = emb.model_id()
         vectors = await self._background(model_id, texts)
         todo = [t for t in texts if t not in vectors]
@@ -152,7 +155,7 @@ class CompassService:
                 await progress(float(start), float(len(todo)),
                                f"tool compass: indexing {len(tools)} tools, {start} of {len(todo)} texts embedded")
             batch = todo[start : start + EMBED_BATCH]
-            vectors.update(zip(batch, await self.engine.embed(batch), strict=True))
+            vectors.update(zip(batch, await self.models.embed(batch), strict=True))
         return await anyio.to_thread.run_sync(build_index, policies, vectors, model_id, SHIPPED)
 
     async def _background(self, model_id: str, texts: list[str]) -> dict[str, np.ndarray]:
@@ -162,7 +165,7 @@ class CompassService:
         if not shipped:
             return {}
         probe = next(iter(shipped))
-        live = (await self.engine.embed([probe]))[0]
+        live = (await self.models.embed([probe]))[0]
         return shipped if shipped_vectors.verified(shipped[probe], live) else {}
 
     async def rank(self, prompt: Any, tools: Any, top_k: int | None = None,
@@ -174,7 +177,7 @@ class CompassService:
         docs = parse_tools(tools)
         t0 = time.perf_counter()
         index = await self.index_for(docs, progress)
-        emb = await self.engine.embedder()
+        emb = await self.models.embedder()
 
         def work() -> RouteResult:
             parts = clause_texts(prompt)
@@ -198,12 +201,3 @@ def decide(index: PolicyIndex, prompt: str, qvec: np.ndarray, top_k: int = TOP_K
     return route(index, prompt, qvec, SHIPPED, top_k, calibrated=True, clause_vecs=clause_vecs or (),
                  calibration=cal)
 
-
-def compass_of(engine: Any) -> CompassService:
-    """The engine's compass, made on first use and kept on the engine (its constructor is not ours to edit)."""
-    existing = getattr(engine, "_compass", None)
-    if isinstance(existing, CompassService):
-        return existing
-    svc = CompassService(engine)
-    engine._compass = svc
-    return svc

@@ -21,7 +21,8 @@ from bosun.server.services.safe_open import Escape, open_beneath, read_fd
 from bosun.server.services.tasks import TaskService
 
 if TYPE_CHECKING:
-    from bosun.server.engine import Engine
+    from bosun.server.config import Config
+    from bosun.server.services.ports import OpenStores
 
 MEDIA_TEXT = "text/plain; charset=utf-8"
 
@@ -29,14 +30,15 @@ MEDIA_TEXT = "text/plain; charset=utf-8"
 class FileService:
     """Reads files under the configured roots for observe(kind="file")."""
 
-    def __init__(self, engine: Engine, tasks: TaskService, redactor: Redactor) -> None:
-        self.engine = engine
+    def __init__(self, config: Config, stores: OpenStores, tasks: TaskService, redactor: Redactor) -> None:
+        self.config = config
+        self.stores = stores
         self.tasks = tasks
         self.redactor = redactor
 
     def _locate(self, path: str) -> list[tuple[Path, str]]:
         """(root, path relative to it) pairs to try, checked lexically; nothing is opened yet."""
-        roots = [Path(os.path.realpath(r)) for r in self.engine.config.roots]
+        roots = [Path(os.path.realpath(r)) for r in self.config.roots]
         if not roots:
             raise InvalidInput("path", "no readable roots are configured", "set BOSUN_ROOTS=/path/a:/path/b")
         if not isinstance(path, str) or not path.strip() or "\x00" in path:
@@ -46,7 +48,7 @@ class FileService:
             raise InvalidInput("path", "'..' is not allowed (path traversal)", "a path under BOSUN_ROOTS")
         if not p.is_absolute():
             return [(root, str(p)) for root in roots]
-        given = [Path(os.path.abspath(r)) for r in self.engine.config.roots]
+        given = [Path(os.path.abspath(r)) for r in self.config.roots]
         found = [(root, str(p.relative_to(base))) for root, alias in zip(roots, given, strict=True)
                  for base in dict.fromkeys((root, alias)) if p != base and p.is_relative_to(base)]
         if not found:
@@ -84,7 +86,7 @@ class FileService:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 raise InvalidInput("path", f"{path} is not a regular file")
-            limit = self.engine.config.max_file_bytes
+            limit = self.config.max_file_bytes
             if st.st_size > limit:
                 raise InvalidInput("path", f"{path} is {st.st_size} bytes; the limit is {limit} (BOSUN_MAX_FILE_BYTES)")
             try:
@@ -105,7 +107,7 @@ class FileService:
         state = await self.tasks.get(task_id)
         # open, read, scrub and count off the event loop: an 8 MB file must not stall every other agent
         real, st, data, redactions, tokens = await asyncio.to_thread(self._read_scrubbed, path)
-        ref = await self.engine.refs.put(data, MEDIA_TEXT)
+        ref = await self.stores.refs.put(data, MEDIA_TEXT)
         digest = ref.rsplit(":", 1)[1]
         prev = state.files.get(str(real))
         answer: dict[str, Any] = {

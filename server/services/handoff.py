@@ -24,7 +24,8 @@ from bosun.server.services.tasks import TaskService, VersionConflict
 from bosun.store.refs import make_ref
 
 if TYPE_CHECKING:
-    from bosun.server.engine import Engine
+    from bosun.server.services.ports import OpenStores
+    from bosun.server.services.recall import RefResolver
 
 INLINE_RESULT_BYTES = 2048  # results up to this size are journaled inline; larger ones by ref only
 _RETRIES = 5
@@ -39,8 +40,9 @@ def _agent(value: Any) -> str:
 class HandoffService:
     """Creates, accepts, completes and reports delegation contracts."""
 
-    def __init__(self, engine: Engine, tasks: TaskService) -> None:
-        self.engine = engine
+    def __init__(self, stores: OpenStores, tasks: TaskService, resolver: RefResolver) -> None:
+        self.stores = stores
+        self.resolver = resolver
         self.tasks = tasks
         self._contracts: dict[tuple[str, str], Contract] = {}
 
@@ -94,8 +96,8 @@ class HandoffService:
             if not isinstance(ref, str):
                 full.append(ref)
                 continue
-            digest = await self.engine.recall.resolver.resolve(ref, f"inputs[{i}]")
-            if not await self.engine.refs.exists(digest):
+            digest = await self.resolver.resolve(ref, f"inputs[{i}]")
+            if not await self.stores.refs.exists(digest):
                 raise NotFound("ref", make_ref(digest), "store it first (observe returns refs)", field=f"inputs[{i}]")
             full.append(make_ref(digest))
         return full
@@ -148,7 +150,7 @@ class HandoffService:
                 raise InvalidInput("agent", f"handoff {hid} was accepted by {info.get('agent')!r}; only that agent "
                                    f"can complete it, not {who!r}")
             if ref is None:  # only once the transition is known to be valid
-                ref = await self.engine.refs.put(body, "application/json")
+                ref = await self.stores.refs.put(body, "application/json")
             outcome = "passed" if passed else "FAILED: " + "; ".join(f["reason"] for f in failures)[:300]
             decision = (f"handoff {hid} ({contract.objective[:100]}) completed by {who}: {outcome} "
                         f"[{len(contract.checks)} checks]; result {ref}")

@@ -48,7 +48,8 @@ from bosun.server.spooled_values import lookup
 from bosun.store.refs import PendingPut, make_ref
 
 if TYPE_CHECKING:
-    from bosun.server.engine import Engine
+    from bosun.server.config import Config
+    from bosun.server.services.ports import OpenStores
 
 # bytes: above this, redaction, counting and the outline run on a worker thread too, so one agent's
 # multi-megabyte output does not stall every other agent's calls (below it the hand-off costs more
@@ -118,14 +119,15 @@ class _CompactionView:
 class ObserveService:
     """observe(kind=result|failure|dropped|decision|constraint|head|contract) for every task."""
 
-    def __init__(self, engine: Engine, tasks: TaskService, redactor: Redactor, refs: RefResolver,
-                 files: FileService) -> None:
-        self.engine = engine
+    def __init__(self, config: Config, stores: OpenStores, tasks: TaskService, redactor: Redactor,
+                 refs: RefResolver, files: FileService) -> None:
+        self.config = config
+        self.stores = stores
         self.tasks = tasks
         self.files = files
         self.redactor = redactor
         self.resolver = refs
-        self.default_mode = get_mode(engine.config.prune_mode).name
+        self.default_mode = get_mode(config.prune_mode).name
         self._views: dict[str, _CompactionView] = {}
 
     async def run(self, task_id: str, kind: str, tool: str | None = None, args: Any = None, result: Any = None,
@@ -204,7 +206,7 @@ class ObserveService:
             data, redactions, found = self.redactor.redact_bytes_finding(raw, needles)
         # the bytes are hashed and stored on the blob writer's thread while this one builds the
         # answer; awaited below, before the journal event that points at them
-        stored = self.engine.refs.put_soon(data, MEDIA_TEXT)
+        stored = self.stores.refs.put_soon(data, MEDIA_TEXT)
         try:
             return await self._observed(task_id, failed, tool, red_args, a_hash, result, data, redactions,
                                         stored, prune, offload, agent,
@@ -218,7 +220,7 @@ class ObserveService:
                        mode: str | None) -> tuple[PruneMode, str, Any, str]:
         """What both observe paths check and scrub before the output: its size against the limit, the task's
         prune mode, the tool name and arguments redacted, their hash (and the arguments' size check)."""
-        limit = self.engine.config.max_payload_bytes
+        limit = self.config.max_payload_bytes
         if nbytes > limit:
             raise InvalidInput("result", f"is {nbytes} bytes; the limit is {limit} (BOSUN_MAX_PAYLOAD_BYTES)",
                                "split the output, or observe a file with kind='file'")
@@ -236,7 +238,7 @@ class ObserveService:
         ``nbytes`` bytes), never in this process: a child process scrubs, hashes, counts, outlines and shapes
         it (``server/offload_worker.py``), the scrubbed file is stored in chunks, then the journal as usual."""
         prune, tool, red_args, a_hash = await self._prepare(task_id, nbytes, tool, args, mode)
-        cfg = self.engine.config
+        cfg = self.config
         spool = cfg.home / SPOOL_DIR
         spool.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd, name = tempfile.mkstemp(dir=spool, prefix="scrubbed-")  # 0600
@@ -248,11 +250,11 @@ class ObserveService:
                 "redact_extra": cfg.redact_extra, "prune": prune.name,
                 "command": shell_command(tool, red_args) if red_args is not None else None,
                 "offload": offload, "intent": self.redactor.scrub(clean_text(intent)) if intent else None,
-                "failed": failed, "sqlite_db": sqlite_db(self.engine.refs), "media_type": MEDIA_TEXT})
+                "failed": failed, "sqlite_db": sqlite_db(self.stores.refs), "media_type": MEDIA_TEXT})
             if got.get("stored"):  # the worker stored it (SQLite): committed before the event points at it
                 ref = make_ref(str(got["digest"]))
             else:
-                ref = await put_file(self.engine.refs, scrubbed, str(got["digest"]), MEDIA_TEXT)
+                ref = await put_file(self.stores.refs, scrubbed, str(got["digest"]), MEDIA_TEXT)
         finally:
             scrubbed.unlink(missing_ok=True)
         return await self._journal(task_id, failed, tool, red_args, a_hash, int(got["nbytes"]), ref,
@@ -401,9 +403,9 @@ class ObserveService:
             raise InvalidInput("mode", "must be a pruning mode name")
         if task_id is None:
             task_id = await self._session_task(session)
-        path = self.engine.config.home / SPOOL_DIR / spool
-        limit = self.engine.config.max_payload_bytes
-        big = self.engine.config.big_observe_bytes
+        path = self.config.home / SPOOL_DIR / spool
+        limit = self.config.max_payload_bytes
+        big = self.config.big_observe_bytes
         total = (await asyncio.to_thread(os.stat, path)).st_size
         if big and total > big:  # never read into the daemon: scrubbed and outlined in a child process
             sources, partial = spool_sources(path, total, limit)

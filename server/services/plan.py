@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bosun.core.actions import shell_command
 from bosun.core.errors import InvalidInput, NotFound
@@ -50,6 +50,9 @@ from bosun.core.task.state import MEMORY_SCOPES, TaskState
 from bosun.core.tokens import estimate_tokens
 from bosun.server.services.ledger import LedgerService
 from bosun.server.services.tasks import TaskService, check_text
+
+if TYPE_CHECKING:
+    from bosun.server.config import Config
 
 log = logging.getLogger("bosun.plan")
 CLOSE_STATUSES = ("done", "failed", "abandoned")
@@ -415,11 +418,10 @@ class AutoOverhead:
 class PlanService:
     """The plan tool's logic, and the views the task resources and the resume prompt show."""
 
-    def __init__(self, tasks: TaskService, ledger: LedgerService, project: str | None = None,
-                 overhead: str | None = None) -> None:
+    def __init__(self, tasks: TaskService, ledger: LedgerService, config: Config | None = None,
+                 project: str | None = None, overhead: str | None = None) -> None:
         self.tasks = tasks
         self.ledger = ledger
-        config = getattr(getattr(tasks, "engine", None), "config", None)
         self.project = check_project(project or getattr(config, "project", None) or DEFAULT_PROJECT,
                                      "BOSUN_PROJECT")
         self.overhead = check_mode(overhead or getattr(config, "overhead_mode", None) or DEFAULT_MODE,

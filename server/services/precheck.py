@@ -40,7 +40,7 @@ from bosun.server.services.tasks import TaskService, check_task_id
 log = logging.getLogger("bosun.precheck")
 
 if TYPE_CHECKING:
-    from bosun.server.engine import Engine
+    from bosun.server.config import Config
 
 MAX_TASKS = 256  # loop guards kept warm (LRU); an evicted task is rebuilt from its journal
 
@@ -93,13 +93,13 @@ class _TaskGuard:
 class PrecheckService:
     """Loop guards per task plus the invariants file; one per Engine."""
 
-    def __init__(self, engine: Engine, tasks: TaskService, redactor: Redactor, ledger: LedgerService,
+    def __init__(self, config: Config, tasks: TaskService, redactor: Redactor, ledger: LedgerService,
                  policy: LoopPolicy | None = None) -> None:
-        self.engine = engine
+        self.config = config
         self.tasks = tasks
         self.ledger = ledger
         self.policy = policy or LoopPolicy()
-        self.invariants = InvariantsFile(engine.config.invariants_path)
+        self.invariants = InvariantsFile(config.invariants_path)
         # observe hashes args after redaction; precheck must identify calls the same way
         self.redactor = redactor
         self._guards: OrderedDict[str, _TaskGuard] = OrderedDict()
@@ -146,7 +146,7 @@ class PrecheckService:
         return evaluate(tool, args, state, rules, entry.guard, seal, self.invariants.error,
                         guard_args=redact_value(args, self.redactor), spent_tokens=spent,
                         usd_per_mtok=self._price(), context_tokens=known,
-                        prune_threshold=self.engine.config.prune_threshold_tokens)
+                        prune_threshold=self.config.prune_threshold_tokens)
 
     def _price(self) -> float | None:
         """USD per million tokens of the configured model (the ledger's price table)."""

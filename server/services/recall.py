@@ -17,29 +17,29 @@ from bosun.store.refindex import RefIndex, SQLiteRefIndex
 from bosun.store.refs import SQLiteRefStore, make_ref, verified
 
 if TYPE_CHECKING:
-    from bosun.server.engine import Engine
+    from bosun.server.services.ports import OpenStores
 
 OFF_LOOP_BYTES = 256 * 1024  # smaller payloads answer in well under a millisecond: a thread hop would cost more
 
 
 class RefResolver:
-    """Full digests for full or short refs (the index opens with the Engine's store)."""
+    """Full digests for full or short refs (the index opens with the stores)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, stores: OpenStores) -> None:
+        self.stores = stores
         self._index: RefIndex | None = None
 
     async def resolve(self, ref: str, field: str = "ref") -> str:
         if self._index is None:
-            self._index = self.engine.store_set.ref_index  # SQLite or PostgreSQL (store/backend.py)
+            self._index = self.stores.store_set.ref_index  # SQLite or PostgreSQL (store/backend.py)
         return await self._index.resolve(ref, field)
 
     async def read(self, ref: str) -> tuple[str, bytes]:
         """(digest, verified bytes) of a full or short ref: on SQLite a short ref is resolved and read in one
         reader hop instead of two (each hop is a thread handoff: a third of recall's own CPU)."""
         if self._index is None:
-            self._index = self.engine.store_set.ref_index
-        index, refs = self._index, self.engine.refs
+            self._index = self.stores.store_set.ref_index
+        index, refs = self._index, self.stores.refs
         if isinstance(index, SQLiteRefIndex) and isinstance(refs, SQLiteRefStore) and index.conn is refs.reader:
             digest, data = await index.resolve_with_data(ref)
             if data is not None:
@@ -52,8 +52,7 @@ class RefResolver:
 class RecallService:
     """recall(ref, op, ...) and the ledger entry it leaves when the caller names its task."""
 
-    def __init__(self, engine: Engine, tasks: TaskService, refs: RefResolver) -> None:
-        self.engine = engine
+    def __init__(self, tasks: TaskService, refs: RefResolver) -> None:
         self.tasks = tasks
         self.resolver = refs
 

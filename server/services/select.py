@@ -12,13 +12,16 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from bosun.core.errors import InvalidInput, NotFound
 from bosun.core.selection.select import DEFAULT_STRATEGY, STRATEGIES, Params, Pool, Selection, select
 from bosun.core.tokens import estimate_tokens
+
+if TYPE_CHECKING:
+    from bosun.server.services.ports import SelectSource
 
 MAX_ITEM_BYTES = 1_000_000
 MAX_CANDIDATES = 4_000  # the similarity matrix is n x n float32: 64 MB at this size
@@ -164,7 +167,7 @@ def _check_text(where: str, text: str) -> None:
         raise InvalidInput(where, "is empty or whitespace", "the item's text")
 
 
-async def resolve(engine: Any, field_name: str, items: list[Item]) -> None:
+async def resolve(engine: SelectSource, field_name: str, items: list[Item]) -> None:
     """Fill in the text of ref and policy items (refs are verified against their hash on read)."""
     from bosun.store.refs import make_ref
 
@@ -218,7 +221,7 @@ def check_budget(budget: Any) -> int:
 
 
 async def run_selection(
-    engine: Any,
+    engine: SelectSource,
     goal: Any,
     candidates: Any,
     context: Any = None,
@@ -322,7 +325,7 @@ def to_result(out: Outcome, show_rejected: int = 5, include_text: bool = False) 
 class SelectService:
     """select_context: validate, resolve refs and policies, embed with the warm model, select."""
 
-    def __init__(self, engine: Any, policies: Any) -> None:
+    def __init__(self, engine: SelectSource, policies: Any) -> None:
         self.engine = engine
         self.policies = policies  # the route index: {"policy": name} items are read from it
 

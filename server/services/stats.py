@@ -20,7 +20,7 @@ from bosun.core.task.memory import is_scope_id
 from bosun.server import telemetry
 
 if TYPE_CHECKING:
-    from bosun.server.engine import Engine
+    from bosun.server.services.ports import StatsSource
 
 TASK_LIMIT = 50  # tasks shown (most recently updated first)
 SERIES_POINTS = 120  # points per time series (older points are merged)
@@ -127,7 +127,7 @@ def _savings_series(timeline: list[tuple[float, str, Any]]) -> list[dict[str, An
 class StatsService:
     """One snapshot of the daemon's figures, built from the Engine's public services."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: StatsSource) -> None:
         self.engine = engine
         self.reader = TelemetryReader()
         self.sessions: dict[str, float] = {}  # session (session id, TCP peer) -> last seen (kept by the recorder)

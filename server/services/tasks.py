@@ -28,7 +28,7 @@ from bosun.store.idempotency import CALL_KEY
 from bosun.store.tasks import NewEvent, TaskStore
 
 if TYPE_CHECKING:
-    from bosun.server.engine import Engine
+    from bosun.server.services.ports import OpenStores
 
 HEAD_KINDS = {"head": "head_recorded", "contract": "contract_recorded", "rules": "rules_recorded"}
 UNVERSIONED_RETRIES = 64  # an unversioned write catches up and retries this often before it gives up
@@ -72,8 +72,8 @@ def check_task_id(task_id: Any) -> str:
 class TaskService:
     """Task journals for the whole process (``engine.tasks``)."""
 
-    def __init__(self, engine: Engine, redactor: Redactor, store: TaskStore | None = None) -> None:
-        self.engine = engine
+    def __init__(self, stores: OpenStores, redactor: Redactor, store: TaskStore | None = None) -> None:
+        self.stores = stores
         self._store = store
         self._states: dict[str, TaskState] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -90,7 +90,7 @@ class TaskService:
             async with self._setup_lock:
                 if not self._ready:
                     if self._store is None:
-                        self._store = self.engine.store_set.tasks  # SQLite or PostgreSQL (store/backend.py)
+                        self._store = self.stores.store_set.tasks  # SQLite or PostgreSQL (store/backend.py)
                     await self._store.setup()
                     self._ready = True
         assert self._store is not None
@@ -300,7 +300,7 @@ class TaskService:
         found = find_volatile(text)
         current = {"head": state.head, "contract": state.contract, "rules": state.rules}[kind]
         changed = not current or current.get("sha256") != digest
-        ref = await self.engine.refs.put(canonical.encode("utf-8"), "text/plain; charset=utf-8")
+        ref = await self.stores.refs.put(canonical.encode("utf-8"), "text/plain; charset=utf-8")
         event = (HEAD_KINDS[kind], {"sha256": digest, "tokens": tokens, "ref": ref,
                                     "volatile_count": len(found)}) if changed else None
         report = {"kind": kind, "ref": ref, "sha256": digest, "tokens": tokens, "changed": changed,

@@ -25,7 +25,6 @@ from starlette.responses import JSONResponse
 from bosun.core.errors import BosunError, InvalidInput
 from bosun.server import telemetry
 from bosun.server.engine import Engine, ModelUnavailable
-from bosun.server.services.compass import compass_of
 from bosun.server.services.policies import CorpusError, PolicyService
 from bosun.server.surface import READ_ONLY, internal_error, lifespan_engine, protocol_errors, tool
 
@@ -61,7 +60,7 @@ async def route(
     arrived = time.perf_counter()
     progress = Progress(ctx)
     if tools is not None:
-        return await compass_of(engine).rank(prompt, tools, top_k, progress=progress)
+        return await engine.compass.rank(prompt, tools, top_k, progress=progress)
     served = engine.policies.served
     if served is None or not served.complete:  # the first routes wait for the index: say so to a client that listens
         out = await _waiting(routed(engine.policies, prompt, top_k, arrived, "mcp"), engine.policies, progress)
@@ -145,7 +144,7 @@ def register(mcp: MCPServer[Engine], engine: Engine) -> None:
         top_k = top_k if isinstance(top_k, int) and not isinstance(top_k, bool) else None
         try:
             if body.get("tools") is not None:  # the Tool Compass: {"prompt", "tools": [{name, description}]}
-                out = await compass_of(engine).rank(body.get("prompt"), body["tools"], top_k)
+                out = await engine.compass.rank(body.get("prompt"), body["tools"], top_k)
             else:
                 out = await routed(engine.policies, body.get("prompt"), top_k, arrived, "http")
         except BosunError as exc:
