@@ -6,9 +6,11 @@ prompts, so nothing is served from the result cache): the form `bosun hook
 settings` writes (`python -S -P .../_hook_script.py claude-code`), the console
 script `bosun hook claude-code` and the module form, beside same-run baselines:
 `python -c pass`, `python -S -P -c pass` and the console script's imports
-without the request. Bytecode is cached, as in an installed bosun.
+without the request. Bytecode is cached, as in an installed bosun. ``--baseline-script`` times another
+``_hook_script.py`` (the previous code's, from ``git archive REV server/commands``: it runs standalone, as the
+settings' form does) in the same rounds, so a before/after comparison shares the machine's load.
 
-    python bench/route_hook.py [--n 30]
+    python bench/route_hook.py [--n 30] [--baseline-script /tmp/old/server/commands/_hook_script.py]
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ def timed(cmd: list[str], stdin: str, env: dict[str, str]) -> tuple[float, str]:
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=30)
+    ap.add_argument("--baseline-script", default=None, help="another _hook_script.py timed in the same rounds")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -57,7 +60,7 @@ def main() -> int:
                     break
                 except OSError:
                     time.sleep(0.2)
-            hook, hook_mod, base, imports, lean, base_s = [], [], [], [], [], []
+            hook, hook_mod, base, imports, lean, base_s, old = [], [], [], [], [], [], []
             routed = lean_routed = 0
             for i in range(args.n):
                 prompt = json.dumps({"hook_event_name": "UserPromptSubmit",
@@ -70,6 +73,9 @@ def main() -> int:
                 dt, out = timed([sys.executable, "-S", "-P", LEAN, "claude-code"], prompt.replace("number", "no."), env)
                 lean.append(dt)
                 lean_routed += bool(out.strip())
+                if args.baseline_script:
+                    old.append(timed([sys.executable, "-S", "-P", args.baseline_script, "claude-code"],
+                                     prompt.replace("number", "nr."), env)[0])
                 base_s.append(timed([sys.executable, "-S", "-P", "-c", "pass"], "", env)[0])
                 base.append(timed([sys.executable, "-c", "pass"], "", env)[0])
                 imports.append(timed([sys.executable, "-c", "import bosun.server.cli, socket, json"], "", env)[0])
@@ -80,6 +86,9 @@ def main() -> int:
     print(f"lean hook `python -S -P .../_hook_script.py claude-code` (fresh process, warm daemon): p50 "
           f"{p50(lean) * 1000:.1f} ms, max {max(lean) * 1000:.1f} ms, {lean_routed}/{args.n} produced context; "
           f"{(p50(lean) - p50(base_s)) * 1000:.1f} ms over `python -S -P -c pass` ({p50(base_s) * 1000:.1f} ms)")
+    if old:
+        print(f"baseline script {args.baseline_script} (same rounds): p50 {p50(old) * 1000:.1f} ms, "
+              f"max {max(old) * 1000:.1f} ms")
     print(f"console script `bosun hook claude-code` (fresh process, warm daemon): p50 {p50(hook) * 1000:.1f} ms, "
           f"max {max(hook) * 1000:.1f} ms, {routed}/{args.n} produced context")
     print(f"hook as `python -m bosun.server.commands.hook claude-code`: p50 {p50(hook_mod) * 1000:.1f} ms")

@@ -150,7 +150,7 @@ def main() -> int:
                 w = timed(wrapped(cmd), env, "wrapped")
                 m = timed(module_form(cmd), env)
                 py.append(timed([sys.executable, "-S", "-P", "-c", "pass"], env, "pass"))
-                imp.append(timed([sys.executable, "-S", "-P", RUN_SCRIPT], env, "load"))  # loads run_fast, no command
+                imp.append(timed([sys.executable, "-S", "-P", RUN_SCRIPT], env, "load"))  # loads run.py, no command
                 bare.append(b)
                 wrap.append(w)
                 diffs.append(w - b)
@@ -174,11 +174,11 @@ def main() -> int:
         lines.append(f"CPU (user + system of the process tree, p50 over all commands; steadier than wall time on a "
                      f"loaded machine): bare {cpu['bare']:.1f} ms, bosun run {cpu['wrapped']:.1f} ms"
                      + (f", the baseline script {cpu['baseline']:.1f} ms" if "baseline" in cpu else "")
-                     + f"; `python -S -P -c pass` {cpu['pass']:.1f} ms, loading run_fast.py {cpu['load']:.1f} ms.")
+                     + f"; `python -S -P -c pass` {cpu['pass']:.1f} ms, loading run.py {cpu['load']:.1f} ms.")
         lines.append("")
         post = post_latency(home, daemon, args.rounds)
         lines.append(f"Where it goes (same rounds, interleaved): `python -S -P -c pass` p50 {statistics.median(py):.1f} ms; loading "
-                     f"run_fast.py adds {statistics.median(imp) - statistics.median(py):.1f} ms; the daemon's "
+                     f"run.py adds {statistics.median(imp) - statistics.median(py):.1f} ms; the daemon's "
                      f"`/v1/observe` of a small spool (HTTP round trip, journal write) p50 {statistics.median(post):.1f} "
                      "ms (outputs of at most 40 bytes: after the exit, from a detached child); the rest is "
                      "spawning the command (through `bash -c` when it has shell syntax) into the spool.")

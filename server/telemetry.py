@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from bosun.server.commands._lean import append_rotating
+from bosun.server.commands._daemon import append_rotating
 
 ENV = "BOSUN_TELEMETRY_PATH"
 SWITCH = "BOSUN_TELEMETRY"

@@ -1,11 +1,11 @@
-"""The lean hook path: ``python -S -P .../_hook_script.py claude-code`` (no site, no json/socket/re), its JSON
-and telemetry twins of the stdlib code, and ``bosun hook settings``."""
+"""The lean hook path: ``python -S -P .../_hook_script.py claude-code`` (no site: the stdlib and ``_daemon``
+only, the same ``main`` the console script calls), its telemetry twin of ``telemetry.write``, and
+``bosun hook settings``."""
 
 from __future__ import annotations
 
 import http.server
 import json
-import math
 import os
 import subprocess
 import sys
@@ -17,38 +17,11 @@ from typing import Any, ClassVar
 import pytest
 
 from bosun.server import telemetry
-from bosun.server.commands import _lean, hook_fast, hook_settings
+from bosun.server.commands import _daemon, hook, hook_settings
 
 SCRIPT = Path(hook_settings.__file__).with_name("_hook_script.py")
-# what the lean path must not load: each costs ~10 ms quiet on a 2-core machine (re, enum), or is site itself
-AVOIDED = {"site", "re", "enum", "json", "socket", "signal", "argparse", "pathlib", "typing", "dataclasses"}
-
-VALUES: list[Any] = [
-    {}, [], "", 0, -1, 10**20, 1.5, -2.25e-10, True, False, None, "é ü 漢字 🙂", "tab\tnew\nquote\"back\\",
-    {"hits": [{"name": "deploys", "why": ["matched: deploy"], "requires": ["code-review"]}], "route_ms": 0.012,
-     "notices": [], "cached": True, "nested": {"a": [1, [2, [3, {"b": None}]]]}},
-]
-
-
-@pytest.mark.parametrize("value", VALUES)
-def test_lean_json_is_the_json_module(value: Any) -> None:
-    for compact in (False, True):
-        for ensure_ascii in (True, False):
-            expected = json.dumps(value, separators=(",", ":") if compact else None, ensure_ascii=ensure_ascii)
-            assert _lean.dumps(value, compact=compact, ensure_ascii=ensure_ascii) == expected
-    text = json.dumps(value, indent=2)
-    assert _lean.loads(f" \n{text}\t") == json.loads(text)
-    assert _lean.loads(text.encode()) == json.loads(text)
-
-
-def test_lean_json_errors_and_constants_as_json_does() -> None:
-    for bad in ("", "{", "[1,]", '{"a":1} x', "nul", "{'a': 1}"):
-        with pytest.raises(ValueError):
-            _lean.loads(bad)
-    assert math.isnan(_lean.loads("NaN")) and _lean.loads("[Infinity]") == [math.inf]
-    with pytest.raises(TypeError):
-        _lean.dumps({"a": object()})
-
+# what the lean path must not load: site itself (and bosun's modules behind it), or the CLI's parser and paths
+AVOIDED = {"site", "argparse", "pathlib", "dataclasses", "bosun", "bosun.server.commands", "http.client"}
 
 def test_lean_telemetry_writes_what_telemetry_writes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Same file (env only: the hook binds no Config), same line, same rotation."""
@@ -56,25 +29,25 @@ def test_lean_telemetry_writes_what_telemetry_writes(tmp_path: Path, monkeypatch
     monkeypatch.setenv("BOSUN_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("BOSUN_TELEMETRY_PATH", raising=False)
     monkeypatch.delenv("BOSUN_TELEMETRY", raising=False)
-    assert _lean.telemetry_path() == telemetry.path()
+    assert _daemon.telemetry_path() == telemetry.path()
     monkeypatch.setenv("BOSUN_TELEMETRY_PATH", str(tmp_path / "ev.jsonl"))
-    assert _lean.telemetry_path() == telemetry.path()
+    assert _daemon.telemetry_path() == telemetry.path()
     monkeypatch.setenv("BOSUN_TELEMETRY", "OFF")
-    assert _lean.telemetry_path() is None and telemetry.path() is None
+    assert _daemon.telemetry_path() is None and telemetry.path() is None
     monkeypatch.delenv("BOSUN_TELEMETRY")
-    assert (_lean.TELEMETRY_MAX_BYTES, _lean.TELEMETRY_GENERATIONS) == (telemetry.MAX_BYTES, telemetry.GENERATIONS)
+    assert (_daemon.TELEMETRY_MAX_BYTES, _daemon.TELEMETRY_GENERATIONS) == (telemetry.MAX_BYTES, telemetry.GENERATIONS)
 
     result = {"hits": [{"name": "deploys"}], "corpus_size": 17, "route_ms": 0.5, "notices": ["x"]}
     telemetry.record_route(result, via="hook", delivered_ms=12.5)
-    hook_fast.record_route(result, started=0.0)
+    hook.record_route(result, started=0.0)
     theirs, ours = [json.loads(line) for line in (tmp_path / "ev.jsonl").read_text().splitlines()]
     assert set(theirs) == set(ours)
     for key in ("event", "outcome", "via", "degraded", "corpus_size", "route_ms", "cached", "names", "notices"):
         assert theirs[key] == ours[key]
 
-    monkeypatch.setattr(_lean, "TELEMETRY_MAX_BYTES", 10)
-    _lean.telemetry_write({"event": "route"})
-    _lean.telemetry_write({"event": "route"})
+    monkeypatch.setattr(_daemon, "TELEMETRY_MAX_BYTES", 10)
+    _daemon.telemetry_write({"event": "route"})
+    _daemon.telemetry_write({"event": "route"})
     assert (tmp_path / "ev.jsonl.1").exists() and (tmp_path / "ev.jsonl.2").exists()
 
 
@@ -128,7 +101,7 @@ def _imported(stderr: str) -> set[str]:
     return {line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")}
 
 
-def test_lean_hook_routes_without_site_json_socket_or_re(fake_daemon: Path, tmp_path: Path) -> None:
+def test_lean_hook_routes_without_site(fake_daemon: Path, tmp_path: Path) -> None:
     proc = _lean_hook(fake_daemon, "claude-code", json.dumps({"prompt": "roll back the deploy"}), tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = json.loads(proc.stdout)["hookSpecificOutput"]
@@ -200,12 +173,12 @@ def test_settings_write_merges_into_a_file(tmp_path: Path) -> None:
 
 
 def test_with_site_keeps_the_script_directory_behind_site_packages() -> None:
-    """Once the lean path needs bosun's modules it loads ``site``; the commands directory (``progress.py``,
-    ``stats.py``...) stays last on ``sys.path``, so it never shadows an installed package."""
+    """Once the lean path needs bosun's modules it loads ``site``; the commands and transport directories
+    (``progress.py``, ``stats.py``...) stay last on ``sys.path``, so they never shadow an installed package."""
     here = str(SCRIPT.parent)
-    code = ("import sys; sys.path.append(sys.argv[1]); import _lean; _lean.with_site(); "
-            "import bosun.server.config; print(sys.path[-1] == sys.argv[1], "
-            "any('site-packages' in p for p in sys.path[:-1]))")
+    code = ("import sys, os; sys.path += [sys.argv[1], os.path.join(os.path.dirname(sys.argv[1]), 'transport')]; "
+            "import _daemon; _daemon.with_site(); import bosun.server.config; "
+            "print(sys.path[-2:] == _daemon.script_path(), any('site-packages' in p for p in sys.path[:-2]))")
     done = subprocess.run([sys.executable, "-S", "-P", "-c", code, here], capture_output=True, text=True,
                           timeout=60, check=False)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -19,7 +19,7 @@ import uvicorn
 
 from bosun.core.embedding import HashEmbedder
 from bosun.server.app import create_server
-from bosun.server.commands import eval_route, hook
+from bosun.server.commands import _daemon, eval_route, hook
 from bosun.server.commands import telemetry as telemetry_cmd
 from bosun.server.config import Config
 from bosun.server.engine import Engine
@@ -201,12 +201,6 @@ def test_hook_with_a_wrong_token_records_a_daemon_failure(daemon: tuple[Path, st
     assert (last["outcome"], last["failure_class"], last["via"]) == ("failed", "daemon", "hook")
 
 
-def test_dechunk() -> None:
-    from bosun.server.commands import _lean  # the hook's stdlib HTTP client lives here since the lean hook
-
-    assert _lean.dechunk(b"4\r\nWiki\r\n5;x=1\r\npedia\r\n0\r\n\r\n") == b"Wikipedia"
-
-
 def _hook_args(home: Path, timeout: float) -> Any:
     import argparse
 
@@ -224,9 +218,9 @@ def test_hook_starts_the_daemon_and_routes_once_it_answers(daemon: tuple[Path, s
     home.mkdir()
     started: list[Path] = []
 
-    def fake_start(h: Path) -> None:
-        started.append(h)
-        (h / "daemon.json").write_text((live_home / "daemon.json").read_text())
+    def fake_start(h: str) -> None:
+        started.append(Path(h))
+        (Path(h) / "daemon.json").write_text((live_home / "daemon.json").read_text())
 
     monkeypatch.setattr(hook, "start_daemon", fake_start)
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(json.dumps({"prompt": "rollback plan for the production deploy"}).encode())))
@@ -255,7 +249,7 @@ def test_hook_says_routing_is_warming_up_when_the_daemon_is_not_up_in_time(tmp_p
 
 
 def test_process_age_counts_the_interpreter_start() -> None:
-    age = hook.process_age_ms()
+    age = _daemon.process_age_ms()
     assert age is None or age > 0
 
 

@@ -100,15 +100,15 @@ def compass_context(home: Path, prompt: str, timeout: float = 2.0) -> str:
 
 def via_daemon(home: Path, body: dict[str, Any], timeout: float) -> dict[str, Any] | None:
     """The daemon's answer, or None when no daemon is reachable (then the caller routes in-process)."""
-    from bosun.server.commands.hook import post_json, route_url
+    from bosun.server.commands._daemon import endpoint, post_json, read_daemon
 
     try:
-        info = json.loads((home / "daemon.json").read_text())
-        url = route_url(str(info["url"]))
+        url, token = read_daemon(str(home))
+        url = endpoint(url, "/v1/route")
     except (OSError, ValueError, KeyError, TypeError):
         return None
     try:
-        status, payload = post_json(url, body, info.get("token"), timeout)
+        status, payload = post_json(url, body, token, timeout)
     except (OSError, ValueError):
         return None
     try:

@@ -1,6 +1,7 @@
 """A minimal HTTP/1.1 client for talking to the daemon on loopback, built on ``_socket`` alone.
 
-``bosun stdio`` (the bridge) is started by every host for every session and its start-up is on the
+``bosun stdio`` (the bridge) is started by every host for every session, ``bosun hook`` on every prompt
+and ``bosun run`` on every shell command (through ``commands/_daemon.py``), and their start-up is on the
 host's clock: ``http.client`` pulls in ``email`` (header parsing), ``ssl``, ``socket``, ``selectors``,
 ``calendar``, ``datetime``... (~35-40 ms of a ~100 ms attach), none of which a plain
 keep-alive POST to ``127.0.0.1`` needs. This is the part of HTTP/1.1 the daemon's uvicorn speaks:
