@@ -157,6 +157,37 @@ def features(ex: Example, emb: EmbedCache | None) -> dict[str, float]:
     return m.features
 
 
+class JudgeCache:
+    """The judge's reading of each claim (read_claims, as at run time), cached on disk per model file."""
+
+    def __init__(self, judge, digest: str) -> None:  # type: ignore[no-untyped-def]
+        self.judge = judge
+        self.path = CACHE.with_name(f"{CACHE.stem}-judge-{digest[:12]}.json")
+        self.rows: dict[str, list[float] | None] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        self.dirty = False
+
+    def features(self, ex: Example) -> dict[str, float]:
+        """judge_sup / judge_ref for the example (the neutral 0 / 0 where no sentence shares a word)."""
+        from bosun.core.audit.judged import JudgeReading, judge_features, read_claims
+
+        index = build_index([c["content"] for c in ex.chunks])
+        claim = clean_claim(ex.claim)
+        key = text_key("\x00".join([claim, *(s.text for s in index.sentences)]))
+        if key not in self.rows:
+            got = read_claims([claim], [s.text for s in index.sentences], self.judge)[0] if index.sentences else None
+            self.rows[key] = None if got is None else [got.supported, got.refuted, got.nei]
+            self.dirty = True
+        row = self.rows[key]
+        if row is None:
+            return {"judge_sup": 0.0, "judge_ref": 0.0, "judge_read": 0.0}
+        return judge_features(JudgeReading(row[0], row[1], row[2], ())) | {"judge_read": 1.0}
+
+    def save(self) -> None:
+        if self.dirty:
+            self.path.write_text(json.dumps(self.rows))
+            self.dirty = False
+
+
 def shifted(ex: Example, emb: EmbedCache, k: int = SHIFT_K) -> Example:
     """The same claim against only the ``k`` of its candidate sentences most similar to it (the model's
     cosine), one sentence per chunk: short, retrieved evidence, as FEVER-style sets (a claim and ~5

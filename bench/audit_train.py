@@ -38,8 +38,9 @@ from scipy.optimize import minimize
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import Example, expertqa, holdout, strict_label, wice
-from audit_features import SHIFT_K, EmbedCache, features, shifted
+from audit_features import SHIFT_K, EmbedCache, JudgeCache, features, shifted
 
+from bosun.core.audit.judged import JUDGE_FEATURES, REFUTED_BAR
 from bosun.core.audit.match import (
     ALIGN_MEASURED,
     ALIGNED_FEATURES,
@@ -66,7 +67,20 @@ RESHUFFLES = 7
 SIGN = {"cov1": 1, "cov2": 1, "cov3": 1, "bigram": 1, "clause_min": 1, "sem_max": 1, "sem_best": 1,
         "miss_frac": -1, "miss_max": -1, "num_missing": -1, "mismatch": -1, "specific_cov": 1, "sem_union": 1,
         "log_sentences": -1, "align": 1, "align_min": 1, "align_q25": 1, "align_low": -1, "align_specific": 1,
-        "align_worst": 1, "align_gaps": -1, "align_b1": 1, "align_b2": 1, "align_b3": 1}
+        "align_worst": 1, "align_gaps": -1, "align_b1": 1, "align_b2": 1, "align_b3": 1,
+        "judge_sup": 1, "judge_ref": -1}
+JUDGED_FEATURES = (*ALIGNED_FEATURES, *JUDGE_FEATURES)  # the default arm plus the judge's reading
+# the judge's sure refutation makes a claim contradicted at run time (core/audit/judged.py judge_refutes);
+# measured both ways in the judged comparison: it cost 0.01-0.03 on every split with v1 and v2, so off
+JUDGE_REFUTES = False
+JUDGED_VETOES = True  # the rules' vetoes (a mismatch, an uncovered clause) still apply beside the judge
+JUDGED_ARMS = {  # name -> (features, (rules' vetoes, judge's refutation))
+    "default arm (no judge)": (ALIGNED_FEATURES, (True, False)),
+    "default arm + judge features, vetoes, judge refutes": (JUDGED_FEATURES, (True, True)),
+    "default arm + judge features, vetoes, no judge refutation": (JUDGED_FEATURES, (True, False)),
+    "default arm + judge features, no vetoes, judge refutes": (JUDGED_FEATURES, (False, True)),
+    "judge features alone, judge refutes": (JUDGE_FEATURES, (False, True)),
+}
 ROUND4_ALIGNED = (*SEMANTIC_FEATURES, "align")  # the round-4 default (with bigram), kept for the comparison
 ARMS = {
     "lexical": LEXICAL_FEATURES,
@@ -126,11 +140,22 @@ def bal_acc(y: np.ndarray, sup: np.ndarray) -> float:
     return (tpr + tnr) / 2
 
 
-def supported(p: np.ndarray, rows: list[dict[str, float]]) -> np.ndarray:
-    """As at run time: p >= 0.5, no consistency check fired and no uncovered add-on clause."""
-    return np.array([int(pp >= 0.5 and r["mismatch"] == 0
-                         and not (CLAUSE_RULE and (at_most_partial(r) if OVERCLAIM_RULE else has_uncovered_clause(r))))
+def supported(p: np.ndarray, rows: list[dict[str, float]], vetoes: bool = True, refutes: bool = False) -> np.ndarray:
+    """As at run time: p >= 0.5, no consistency check fired and no uncovered add-on clause (``vetoes``), and
+    with a judge (``refutes``) no sure refutation by it."""
+    return np.array([int(pp >= 0.5 and not (vetoes and r["mismatch"] != 0)
+                         and not (vetoes and CLAUSE_RULE
+                                  and (at_most_partial(r) if OVERCLAIM_RULE else has_uncovered_clause(r)))
+                         and not (refutes and judge_refutes_row(r)))
                      for pp, r in zip(p, rows, strict=True)])
+
+
+def judge_refutes_row(r: dict[str, float]) -> bool:
+    """core/audit/judged.py judge_refutes on a feature row (P(supported) back from its logit)."""
+    if not r.get("judge_read"):
+        return False
+    p_sup = 1 / (1 + np.exp(-r["judge_sup"]))
+    return bool(r["judge_ref"] >= REFUTED_BAR and r["judge_ref"] >= p_sup)
 
 
 def dev_rows(emb: EmbedCache | None, part: str = "dev") -> tuple[list[Example], list[dict[str, float]], np.ndarray]:
@@ -152,12 +177,14 @@ def class_totals(data: list[Example], y: np.ndarray) -> dict[tuple[str, int], in
 
 def compare(data: list[Example], rows: list[dict[str, float]], y: np.ndarray, arms: dict[str, tuple[str, ...]],
             metric_prior: bool = METRIC_PRIOR, header: bool = True,
-            test_rows: list[dict[str, float]] | None = None, test_has: np.ndarray | None = None) -> list[str]:
+            test_rows: list[dict[str, float]] | None = None, test_has: np.ndarray | None = None,
+            decide: dict[str, tuple[bool, bool]] | None = None) -> list[str]:
     """Grouped 5-fold CV over both sets and transfer in both directions, per arm. Models are fitted
     on rows that have evidence; a row without evidence (an ExpertQA claim with no citation) is
     scored as the audit scores it: unsupported. ``metric_prior``: weight classes by all the claims
     of the training part (see ``fit_arrays``), else 50/50 among the claims with evidence. ``test_rows``:
-    score these rows instead (the same claims, other evidence: the evidence shift), fitted as usual."""
+    score these rows instead (the same claims, other evidence: the evidence shift), fitted as usual.
+    ``decide``: per arm, (the rules' vetoes apply, the judge's refutation applies); default (True, False)."""
     from sklearn.model_selection import GroupKFold
 
     ds = np.array([e.dataset for e in data])
@@ -169,7 +196,8 @@ def compare(data: list[Example], rows: list[dict[str, float]], y: np.ndarray, ar
     def totals(idx: np.ndarray) -> dict[tuple[str, int], int] | None:
         return class_totals([data[i] for i in idx], y[idx]) if metric_prior else None
 
-    def cross_validate(x: np.ndarray, names: tuple[str, ...], split_seed: int | None) -> list[float]:
+    def cross_validate(x: np.ndarray, names: tuple[str, ...], split_seed: int | None,
+                       how: tuple[bool, bool]) -> list[float]:
         """Balanced accuracy per set of grouped 5-fold CV; ``split_seed`` reshuffles which groups share a fold."""
         keyed = groups if split_seed is None else [
             hashlib.blake2b(f"{split_seed}:{g}".encode(), digest_size=8).hexdigest() for g in groups]
@@ -177,7 +205,7 @@ def compare(data: list[Example], rows: list[dict[str, float]], y: np.ndarray, ar
         for tr, te in GroupKFold(n_splits=5).split(x, y, keyed):
             fit_tr = tr[has[tr]]
             oof[te] = predict(fit_arrays(x[fit_tr], y[fit_tr], names, ds[fit_tr], totals(tr)), xt[te])
-        sup = supported(oof, t_rows) * t_has
+        sup = supported(oof, t_rows, *how) * t_has
         return [bal_acc(y[ds == d], sup[ds == d]) for d in ("wice", "expertqa")]
 
     lines = [f"| arm | CV WiCE | CV ExpertQA | CV mean of {1 + RESHUFFLES} splits WiCE / ExpertQA "
@@ -186,14 +214,15 @@ def compare(data: list[Example], rows: list[dict[str, float]], y: np.ndarray, ar
     for arm, names in arms.items():
         x = np.array([[r[n] for n in names] for r in rows])
         xt = np.array([[r[n] for n in names] for r in t_rows])
-        cv = cross_validate(x, names, None)
-        many = np.mean([cv] + [cross_validate(x, names, k) for k in range(1, 1 + RESHUFFLES)], axis=0)
+        how = (decide or {}).get(arm, (True, False))
+        cv = cross_validate(x, names, None, how)
+        many = np.mean([cv] + [cross_validate(x, names, k, how) for k in range(1, 1 + RESHUFFLES)], axis=0)
         cells = []
         for src, dst in (("wice", "expertqa"), ("expertqa", "wice")):
             fit = (ds == src) & has
             p = predict(fit_arrays(x[fit], y[fit], names, ds[fit], totals(np.flatnonzero(ds == src))), xt[ds == dst])
             rows_dst = [r for r, d in zip(t_rows, ds, strict=True) if d == dst]
-            cells.append(bal_acc(y[ds == dst], supported(p, rows_dst) * t_has[ds == dst]))
+            cells.append(bal_acc(y[ds == dst], supported(p, rows_dst, *how) * t_has[ds == dst]))
         lines.append(f"| {arm} | {cv[0]:.3f} | {cv[1]:.3f} | {many[0]:.3f} / {many[1]:.3f} | {cells[0]:.3f} | {cells[1]:.3f} |")
     return lines
 
@@ -206,12 +235,35 @@ def fit_json(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], sets: np.ndar
             "intercept": round(intercept, 6)}
 
 
+def judge_cache() -> JudgeCache:
+    """The judge whose readings the judged arm is fitted on: ``--judge-dir DIR``, else the shipped one."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from judge_route_eval import load_judge
+
+    from bosun.server.judge_model import shipped_dir
+    from bosun.server.model import sha256_file
+
+    given = sys.argv[sys.argv.index("--judge-dir") + 1] if "--judge-dir" in sys.argv else None
+    directory = Path(given) if given else shipped_dir()
+    return JudgeCache(load_judge(directory if given else None), sha256_file(directory / "model.onnx"))
+
+
 def main() -> None:
     lexical_only = "--lexical" in sys.argv  # quick iteration without the model: compare only
     emb = None if lexical_only else EmbedCache()
     data, rows, y = dev_rows(emb)
     if emb is not None:
         emb.save()
+    judges = None if lexical_only else judge_cache()
+    if judges is not None:
+        for r, e in zip(rows, data, strict=True):
+            r.update(judges.features(e))
+        judges.save()
+        print(f"judge readings: {judges.path.name}")
+        print("\n".join(compare(data, rows, y, {k: f for k, (f, _) in JUDGED_ARMS.items()},
+                                decide={k: how for k, (_, how) in JUDGED_ARMS.items()})))
+        if "--judged-only" in sys.argv:
+            return
     print(f"dev rows: {len(y)} ({int(y.sum())} supported); "
           f"wice {sum(e.dataset == 'wice' for e in data)}, expertqa {sum(e.dataset == 'expertqa' for e in data)}")
     print("\n".join(compare(data, rows, y, {"lexical": LEXICAL_FEATURES} if lexical_only else ARMS)))
@@ -258,6 +310,9 @@ def main() -> None:
         "semantic": fit_json(np.array([[r[n] for n in SEMANTIC_FEATURES] for r in rows]), y, SEMANTIC_FEATURES, sets, totals),
         "semantic_aligned": fit_json(np.array([[r[n] for n in ALIGNED_FEATURES] for r in rows]), y, ALIGNED_FEATURES,
                                      sets, totals),
+        "judged": fit_json(np.array([[r[n] for n in JUDGED_FEATURES] for r in rows]), y, JUDGED_FEATURES, sets, totals)
+        | {"judge_sha256": judges.path.stem.rsplit("-", 1)[-1] if judges else None,
+           "vetoes": JUDGED_VETOES, "refutes": JUDGE_REFUTES},
     }
     OUT.write_text(json.dumps(model, indent=1) + "\n", encoding="utf-8")
     print(f"wrote {OUT}: {len(y)} rows")

@@ -93,23 +93,26 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=2000, help="MetaTool queries sampled (seeded), 0 = all")
     ap.add_argument("--adapter", action="store_true", help="the MetaTool prompt adapter on in the first stage")
     ap.add_argument("--grid", action="store_true")
+    ap.add_argument("--part", choices=("tune", "report"), default="tune",
+                    help="MetaTool sample: the one a judge point is chosen on, or the disjoint one it is reported on")
     ap.add_argument("--depth", type=int, default=10, help="documents the judge re-reads per prompt")
     args = ap.parse_args()
     emb = load_model()
     judge = MemoJudge(load_judge(args.judge_dir))
     points = {"judge": SHIPPED_POINT}
     if args.grid:
-        for a in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
-            for s in (0.5, 0.7, 0.9):
-                for w in (0.0, 0.1):
+        for a in (0.2, 0.3, 0.5, 0.7):
+            for s in (0.5, 0.9):
+                for w in (0.0, 0.1, 0.3, 5.0):  # 5: the first stage's order, the judge's admission
                     points[f"judge a={a} s={s} w={w}"] = JudgePoint(a, s, w)
     print(HEADER)
     for name in args.corpora.split(","):
         if name == "metatool":
             pols = metatool_docs()
             qs = metatool_queries()
-            if args.limit:
-                qs = random.Random(7).sample(qs, min(args.limit, len(qs)))
+            if args.limit:  # "tune": the first --limit of a seeded shuffle; "report": the next --limit, disjoint
+                qs = random.Random(7).sample(qs, len(qs))
+                qs = qs[: args.limit] if args.part == "tune" else qs[args.limit : 2 * args.limit]
         else:
             pols, qs = policy_set(name)
         t0 = time.perf_counter()

@@ -1,6 +1,7 @@
 """What the judge costs, against the same run without it (BOSUN_JUDGE=off). Medians; run by hand.
 
     .venv/bin/python bench/judge_speed.py [--docs 1000] [--queries 40] [--rounds 2]
+    .venv/bin/python bench/judge_speed.py --judge-dir DIR --audit-only   # a candidate judge: audit cost only
 
 * route over MCP at ``--docs`` documents (bench/route_speed.py's corpus and client), judge on vs off,
   rounds interleaved; the ratio of the medians;
@@ -62,12 +63,12 @@ async def start_time(judge: str) -> float:
         return took
 
 
-def audit_cost(rounds: int) -> tuple[float, float]:
+def audit_cost(rounds: int, judge_dir: Path | None) -> tuple[float, float]:
     from audit_eval_common import default_embedder, default_words
+    from judge_route_eval import load_judge
 
     from bosun.core.audit.audit import plan_audit, run_audit
     from bosun.core.audit.config import AuditConfig
-    from bosun.server.judge_model import load_shipped
 
     exs = [e for e in expertqa() if e.label == 1 and e.chunks][:10]
     chunks = [c for e in exs for c in e.chunks][:20]
@@ -75,7 +76,7 @@ def audit_cost(rounds: int) -> tuple[float, float]:
         chunks.append(chunks[len(chunks) % 10])
     answer = " ".join(e.claim.rstrip(".") + "." for e in exs)
     embed, words = default_embedder(), default_words()
-    judge = load_shipped(threads=1)
+    judge = load_judge(judge_dir)
     plan = plan_audit("", chunks, answer, AuditConfig(matcher="semantic"))
     texts = plan.texts_to_embed()
     vecs, states = embed(texts), words(texts)
@@ -95,6 +96,11 @@ def audit_cost(rounds: int) -> tuple[float, float]:
 
 
 async def main_async(args: argparse.Namespace) -> None:
+    if args.audit_only:
+        a_off, a_on = audit_cost(args.rounds, args.judge_dir)
+        print(f"| audit run, 10 claims x 20 chunks, warm embeddings | {a_off:.1f} ms | {a_on:.1f} ms | "
+              f"+{a_on - a_off:.1f} ms |")
+        return
     qs = [q["query"] for q in metatool_queries() if q["kind"] == "single"][::37][: args.queries]
     rows: dict[str, list[float]] = {"on": [], "off": []}
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,7 +112,7 @@ async def main_async(args: argparse.Namespace) -> None:
     on, off = statistics.median(rows["on"]), statistics.median(rows["off"])
     print(f"| route over MCP, {args.docs} docs, p50 of {args.queries} prompts x {args.rounds} rounds | "
           f"{off:.1f} ms | {on:.1f} ms | {on / off:.2f}x |")
-    a_off, a_on = audit_cost(args.rounds)
+    a_off, a_on = audit_cost(args.rounds, args.judge_dir)
     print(f"| audit run, 10 claims x 20 chunks, warm embeddings | {a_off:.1f} ms | {a_on:.1f} ms | "
           f"+{a_on - a_off:.1f} ms |")
     rss = subprocess.run([sys.executable, "-c", RSS_SCRIPT], capture_output=True, text=True, check=True).stdout.split()
@@ -125,6 +131,8 @@ def main() -> int:
     ap.add_argument("--docs", type=int, default=1000)
     ap.add_argument("--queries", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--judge-dir", type=Path, help="the audit row with this judge (default: the shipped one)")
+    ap.add_argument("--audit-only", action="store_true", help="only the audit row")
     args = ap.parse_args()
     print("| what | judge off | judge on | ratio / added |\n|---|---:|---:|---:|")
     asyncio.run(main_async(args))

@@ -28,13 +28,14 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from bosun.core.judge import Judge
 from bosun.server.model import ModelError, set_offline, sha256_file
 
 log = logging.getLogger("bosun.judge")
 
 SHIPPED = "bosun-judge-minilm-l6"
 SHIPPED_DIR = ("models", "bosun-judge")
-SHIPPED_SHA256 = "c798f3870814916fc4e80dabcdfe6f1c3161de317f6f17a5c58a359f1a44dcb4"
+SHIPPED_SHA256 = "1b8c77a64310aaca3ea52e4285fa08331e623611b5b932482349a0d5dfe4ef25"
 TOKENIZER_DIR = ("models", "all-MiniLM-L6-v2")
 MAX_LEN = {"claim": 192, "route": 96}
 BATCH = 32
@@ -91,11 +92,12 @@ class OnnxJudge:
     """A cross-encoder ONNX graph (inputs input_ids / attention_mask [/ token_type_ids]; logits [n, 1 or 4])."""
 
     def __init__(self, onnx_path: Path, tokenizer_file: Path, model_id: str, threads: int = 1,
-                 max_len: dict[str, int] | None = None) -> None:
+                 max_len: dict[str, int] | None = None, reranks: bool = True) -> None:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
         self._id = model_id
+        self.reranks = reranks  # False: its card says its relevance measured below the first stage
         self._max_len = dict(MAX_LEN | (max_len or {}))
         self._tokenizers: dict[str, Any] = {}
         for task, n in self._max_len.items():
@@ -170,7 +172,14 @@ def load_shipped(threads: int = 1, directory: Path | None = None, sha256: str | 
         raise ModelError(f"{onnx} has sha256 {actual}, expected {want}: refusing to load a tampered judge")
     card = json.loads((model_dir / "judge.json").read_text()) if (model_dir / "judge.json").is_file() else {}
     max_len = card.get("max_len") if isinstance(card.get("max_len"), dict) else None
-    return OnnxJudge(onnx, tokenizer_path(), card.get("name", SHIPPED), threads, max_len)
+    return OnnxJudge(onnx, tokenizer_path(), card.get("name", SHIPPED), threads, max_len,
+                     bool(card.get("route_rerank", True)))
+
+
+def serves_route(judge: Judge) -> bool:
+    """Whether route should re-rank with this judge: not when its card records that its relevance head
+    measured below the first stage (the shipped judge: bench/results/judge.md); a provisioned reranker does."""
+    return bool(getattr(judge, "reranks", True))
 
 
 def load_provisioned(home: Path, choice: JudgeChoice, threads: int = 1) -> OnnxJudge:

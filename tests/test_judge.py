@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bosun.core.audit.audit import audit
+from bosun.core.audit.align import WordStates
+from bosun.core.audit.audit import JUDGED_MODEL, audit, load_model
+from bosun.core.audit.claims import content_tokens
 from bosun.core.audit.config import AuditConfig
 from bosun.core.embedding import HashEmbedder
 from bosun.core.judge import evidence_window
@@ -142,7 +144,7 @@ def test_judged_route_reorders_and_admits_on_the_judge(tiny: OnnxJudge) -> None:
     assert off.abstained and off.hits == []
 
 
-def test_audit_with_the_judge_names_the_chunk_and_keeps_contradiction(tiny: OnnxJudge) -> None:
+def test_audit_with_the_judge_names_the_chunk_and_reports_its_reading(tiny: OnnxJudge) -> None:
     chunks = [{"id": "c1", "content": "The launch was confirmed for Monday.", "source_url": "https://a.example/x"},
               {"id": "c2", "content": "Sales rose in spring.", "source_url": "https://b.example/y"}]
     cfg = AuditConfig(allowed_domains=[])
@@ -150,12 +152,41 @@ def test_audit_with_the_judge_names_the_chunk_and_keeps_contradiction(tiny: Onnx
     claim = rep["claims"][0]
     assert claim["verdict"] == "supported" and claim["judge"]["supported"] > 0.9
     assert claim["source_chunk"]["id"] == "c1" and "chunk c1" in claim["note"]
-    assert "rules" in claim and rep["judge"] == "tiny"
+    assert "judge" in claim and rep["judge"] == "tiny"
     rep = audit("", chunks, "The launch never happened on Monday.", cfg, judge=tiny)
     claim = rep["claims"][0]
-    assert claim["verdict"] == "contradicted" and claim["evidence"][0]["chunk_id"] == "c1"
+    rules = audit("", chunks, "The launch never happened on Monday.", cfg)["claims"][0]
+    assert claim["judge"]["refuted"] > 0.9 and "refuted 1.00" in claim["note"]
+    if load_model(JUDGED_MODEL).refutes:  # the shipped arm keeps the judge's sure refutation
+        assert claim["verdict"] == "contradicted" and claim["evidence"][0]["chunk_id"] == "c1"
+    else:  # measured to cost accuracy: the reading is reported, the verdict stays the rules'
+        assert claim["verdict"] == rules["verdict"] != "supported"
     rep = audit("", chunks, "The launch maybe moved to Monday.", cfg, judge=tiny)
     assert rep["claims"][0]["verdict"] == "unsupported" and rep["claims"][0]["nearest"]["chunk_id"] == "c1"
+
+
+def _hashed_words(texts: list[str]) -> list[WordStates]:
+    return [WordStates(tuple(content_tokens(t)), HashEmbedder(16).embed(content_tokens(t))) for t in texts]
+
+
+def test_the_judges_reading_enters_the_confidence_model_when_tokens_align(tiny: OnnxJudge) -> None:
+    """With the full semantic matcher, the judged arm of audit_model.json scores the rules' features plus the
+    judge's two; the judge reading the same evidence as supporting raises the confidence it gives."""
+    chunks = [{"id": "c1", "content": "The launch was confirmed for Monday.", "source_url": "https://a.example/x"}]
+    cfg = AuditConfig(allowed_domains=[])
+    embed = HashEmbedder(16).embed
+    rep = audit("", chunks, "The launch was confirmed for Monday.", cfg, embed=embed, words=_hashed_words,
+                judge=tiny)
+    claim = rep["claims"][0]
+    assert rep["token_alignment"] is True and {"judge_sup", "judge_ref"} <= set(claim["features"])
+    judged = load_model(JUDGED_MODEL)
+    assert claim["confidence"] == pytest.approx(judged.prob(claim["features"]), abs=1e-3)
+    unsure = dict(claim["features"], judge_sup=0.0, judge_ref=0.0)
+    assert judged.prob(claim["features"]) > judged.prob(unsure)  # P(supported) 1.0 vs 0.5 from the judge
+    if judged.refutes:  # the shipped arm measured the judge's sure refutation worth keeping
+        rep = audit("", chunks, "The launch never happened on Monday.", cfg, embed=embed, words=_hashed_words,
+                    judge=tiny)
+        assert rep["claims"][0]["verdict"] == "contradicted"
 
 
 def test_evidence_window_keeps_the_sentences_that_share_the_claims_words() -> None:

@@ -33,7 +33,7 @@ from bosun.core.audit.align import WordStates, sentence_recall_many
 from bosun.core.audit.claims import ExtractedClaim, extract_claims
 from bosun.core.audit.config import AuditConfig
 from bosun.core.audit.index import SentenceIndex, build_index
-from bosun.core.audit.judged import JudgeReading, judged_verdict, read_claims
+from bosun.core.audit.judged import JudgeReading, judge_features, judge_refutes, read_claims
 from bosun.core.audit.match import (
     ClaimMatch,
     ClaimTerms,
@@ -57,6 +57,7 @@ EMBED_CHARS = 1000
 # the semantic model with the token-alignment feature, used when word states are given (align.py);
 # "semantic" (pooled cosines only) when they are not
 ALIGNED_MODEL = "semantic_aligned"
+JUDGED_MODEL = "judged"  # the aligned arm plus the judge's reading (bench/audit_train.py fits it)
 
 
 # -- input ---------------------------------------------------------------------------------
@@ -163,6 +164,8 @@ class LogisticModel:
     scale: np.ndarray
     coef: np.ndarray
     intercept: float
+    vetoes: bool = True  # a rules' mismatch or uncovered clause overrules the confidence (the judged arm: measured)
+    refutes: bool = False  # the judge's sure refutation makes a claim contradicted (the judged arm: measured)
 
     @property
     def _terms(self) -> list[tuple[str, float, float, float]]:
@@ -189,6 +192,7 @@ def load_model(name: str) -> LogisticModel:
         return LogisticModel(
             tuple(m["features"]), np.asarray(m["mean"], dtype=np.float64), np.asarray(m["scale"], dtype=np.float64),
             np.asarray(m["coef"], dtype=np.float64), float(m["intercept"]),
+            bool(m.get("vetoes", True)), bool(m.get("refutes", False)),
         )
     except (OSError, KeyError, ValueError) as exc:
         raise IntegrityError(f"the audit model file is missing or corrupt ({name}: {exc}); reinstall bosun") from exc
@@ -302,6 +306,7 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
              for c in plan.admitted]
 
     readings: list[JudgeReading | None] = [None] * n_claims
+    judged = load_model(JUDGED_MODEL) if judge is not None else None
     if judge is not None and plan.admitted and plan.index.sentences:
         readings = read_claims([c.clean for c in plan.claims], [s.text for s in plan.index.sentences], judge)
     claims_out: list[dict[str, Any]] = []
@@ -312,10 +317,15 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
         m = match_claim(claim.clean, plan.index, contents, claim_vecs[k] if claim_vecs is not None else None,
                         cand_vecs, plan.terms[k], plan.candidates[k],
                         per_sentence=per[k] if per is not None else None)
-        conf = model.prob(m.features)
-        rec = _claim_record(claim, m, conf, plan, fresh, cfg)
         reading = readings[k]
-        claims_out.append(rec if reading is None else _judged_record(rec, reading, plan, fresh, cfg))
+        scorer = model
+        if reading is not None and judged is not None and aligned:  # the judge's features join the rules'
+            m.features.update(judge_features(reading))
+            scorer = judged
+        rec = _claim_record(claim, m, scorer.prob(m.features), plan, fresh, cfg, scorer.vetoes)
+        if reading is not None and judged is not None:
+            rec = _judged_record(rec, reading, plan, judged.refutes)
+        claims_out.append(rec)
     report = _report(plan, claims_out, fresh, as_of)
     report["token_alignment"] = aligned
     if judge is not None:
@@ -323,38 +333,22 @@ def run_audit(plan: AuditPlan, as_of: date | None = None, vectors: np.ndarray | 
     return report
 
 
-def _judged_record(rule: dict[str, Any], reading: JudgeReading, plan: AuditPlan, fresh: list[Freshness],
-                   cfg: AuditConfig) -> dict[str, Any]:
-    """The rules' record re-decided by the judge; both opinions stay in the answer."""
-    verdict = judged_verdict(reading, rule["verdict"], cfg.claim_threshold)
-    rec = dict(rule)
-    rec["rules"] = {"verdict": rule["verdict"], "confidence": rule["confidence"]}
-    rec["judge"] = reading.as_dict()
-    rec["confidence"] = round(reading.supported, 4)
+def _judged_record(rec: dict[str, Any], reading: JudgeReading, plan: AuditPlan, refutes: bool) -> dict[str, Any]:
+    """The judge's probabilities and the chunk it read go into the record; its sure refutation (when the
+    shipped arm measured it worth having) makes the claim contradicted."""
+    rec = dict(rec, judge=reading.as_dict())
     spans = [_span(plan, s) for s in reading.sentences[:3]]
     first = plan.admitted[plan.index.sentences[reading.sentences[0]].chunk] if reading.sentences else None
     where = f"chunk {first.id}" if first is not None and first.id else "the best evidence"
-    if verdict == "supported":
-        if rule["verdict"] != "supported" and first is not None:
-            chunk_pos = list(dict.fromkeys(plan.index.sentences[s].chunk for s in reading.sentences))
-            status, src_date, age = _claim_freshness([fresh[c] for c in chunk_pos])
-            rec.update(verdict="supported", supported=True, source_url=first.url, evidence=spans, nearest=None,
-                       mismatches=[], source_chunk={"id": first.id, "index": first.index, "source_url": first.url},
-                       freshness_status=status, source_date=src_date.isoformat() if src_date else None,
-                       source_age_days=age)
-        rec["note"] = f"the judge reads {where} as supporting it ({reading.supported:.2f})"
-    elif verdict == "contradicted":
-        rec["confidence"] = round(min(reading.supported, CONTRADICTED_CAP), 4)
-        if rule["verdict"] != "contradicted":
-            rec.update(verdict="contradicted", supported=False, source_url=None, source_chunk=None, evidence=spans,
-                       freshness_status="not_applicable", source_date=None, source_age_days=None,
-                       note=f"contradicted: the judge reads {where} as refuting it ({reading.refuted:.2f})")
+    said = (f"the judge read {where}: supported {reading.supported:.2f}, refuted {reading.refuted:.2f}, "
+            f"not enough info {reading.nei:.2f}")
+    if refutes and judge_refutes(reading) and rec["verdict"] != "contradicted":
+        rec.update(verdict="contradicted", supported=False, source_url=None, source_chunk=None, evidence=spans,
+                   freshness_status="not_applicable", source_date=None, source_age_days=None, nearest=None,
+                   confidence=round(min(rec["confidence"], CONTRADICTED_CAP), 4),
+                   note=f"contradicted: the judge reads {where} as refuting it ({reading.refuted:.2f})")
     else:
-        rec.update(verdict="unsupported", supported=False, source_url=None, source_chunk=None, evidence=[],
-                   freshness_status="not_applicable", source_date=None, source_age_days=None,
-                   nearest=spans[0] if spans else None,
-                   note=f"the judge finds no support in {where} (supported {reading.supported:.2f}, "
-                        f"refuted {reading.refuted:.2f}, not enough info {reading.nei:.2f})")
+        rec["note"] = f"{rec['note']}; {said}" if rec.get("note") else said
     return rec
 
 
@@ -378,16 +372,18 @@ def _unsupported_claim(claim: ExtractedClaim, conf: float, note: str) -> dict[st
 
 
 def _claim_record(
-    claim: ExtractedClaim, m: ClaimMatch, conf: float, plan: AuditPlan, fresh: list[Freshness], cfg: AuditConfig
+    claim: ExtractedClaim, m: ClaimMatch, conf: float, plan: AuditPlan, fresh: list[Freshness], cfg: AuditConfig,
+    vetoes: bool = True,
 ) -> dict[str, Any]:
+    """The verdict from the confidence and, with ``vetoes``, the rules' contradictions and partial support."""
     rec = _unsupported_claim(claim, conf, "")
     rec["features"] = {k: round(v, 4) for k, v in m.features.items()}
-    if m.mismatches:
+    if m.mismatches and vetoes:
         rec.update(verdict="contradicted", confidence=round(min(conf, CONTRADICTED_CAP), 4),
                    evidence=[_span(plan, s) for s in m.evidence], mismatches=[x.to_dict() for x in m.mismatches],
                    note="contradicted: " + "; ".join(f"{x.kind}: {x.note}" for x in m.mismatches))
         return rec
-    if conf >= cfg.claim_threshold and m.evidence and at_most_partial(m.features):
+    if conf >= cfg.claim_threshold and m.evidence and vetoes and at_most_partial(m.features):
         note = (f"partially supported: no evidence covers {m.weakest_clause!r}" if has_uncovered_clause(m.features)
                 else f"partially supported: the evidence does not say {m.universal!r}")
         rec.update(verdict="partially_supported", evidence=[_span(plan, s) for s in m.evidence], note=note)

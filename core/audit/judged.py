@@ -1,21 +1,24 @@
 """The judge's reading of each claim: its evidence window, and supported / refuted / not-enough-info.
 
 The lexical and embedding rules (match.py, consistency.py) see a claim and a sentence one word or one vector
-at a time; the judge reads the claim with its best evidence together. When the judge is at hand it decides
-the verdict, and the rules stay as a second opinion: a contradiction the rules find (a number, a negation,
-a swapped role) stands unless the judge is sure the evidence supports the claim. Every answer names the
-sentences (and so the chunks) the judge read.
+at a time; the judge reads the claim with its best evidence together. Its reading enters the audit's
+confidence model as two more features (``judge_features``; the coefficients are fitted by
+bench/audit_train.py on claims the judge never trained on), so the rules and the judge are weighed together
+rather than one overruling the other; a refutation the judge is sure of makes the claim contradicted. Every
+answer names the sentences (and so the chunks) the judge read.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bosun.core.judge import NEI, REFUTED, SUPPORTED, WINDOW_WORDS, Judge, evidence_window
 
 REFUTED_BAR = 0.5  # P(refuted) at or above this, and above P(supported): contradicted
-RULES_OVERRIDE = 0.9  # P(supported) at or above this outweighs a contradiction the rules found
+JUDGE_FEATURES = ("judge_sup", "judge_ref")  # what the confidence model reads of a judge's reading
+_LOGIT_CLIP = 8.0
 
 
 @dataclass(frozen=True)
@@ -43,13 +46,15 @@ def read_claims(claims: Sequence[str], sentences: Sequence[str], judge: Judge,
     return out
 
 
-def judged_verdict(reading: JudgeReading, rule_verdict: str, threshold: float,
-                   refuted_bar: float = REFUTED_BAR, override: float = RULES_OVERRIDE) -> str:
-    """supported / contradicted / unsupported from the judge, with the rules' contradiction as a veto."""
-    if reading.refuted >= refuted_bar and reading.refuted >= reading.supported:
-        return "contradicted"
-    if rule_verdict == "contradicted" and reading.supported < override:
-        return "contradicted"
-    if reading.supported >= threshold:
-        return "supported"
-    return "unsupported"
+def judge_features(reading: JudgeReading) -> dict[str, float]:
+    """The reading as confidence-model features: P(supported) as a clipped logit (the model is linear in
+    it), P(refuted) as it is."""
+    p = min(max(reading.supported, 1e-6), 1 - 1e-6)
+    logit = max(-_LOGIT_CLIP, min(_LOGIT_CLIP, math.log(p / (1 - p))))
+    return {"judge_sup": logit, "judge_ref": reading.refuted}
+
+
+def judge_refutes(reading: JudgeReading, bar: float = REFUTED_BAR) -> bool:
+    """The judge reads the evidence as refuting the claim: P(refuted) clears the bar and outweighs support."""
+    return reading.refuted >= bar and reading.refuted >= reading.supported
+

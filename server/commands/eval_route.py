@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from bosun.core.routing.rerank import SHIPPED_POINT, judged_route
     from bosun.core.routing.route import build_index_with, clause_texts, route
     from bosun.server.commands.progress import Progress
-    from bosun.server.judge_model import load_judge
+    from bosun.server.judge_model import load_judge, serves_route
     from bosun.server.model import load_embedder
     from bosun.server.services.policies import CorpusError, load_operating_point_file, scan_corpus
 
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
     if args.mode == "score":
         print(HEADER)
         judge = None if args.operating_point else load_judge(home, os.environ.get("BOSUN_JUDGE", "off"))
-        if judge is not None:  # the server's default: the first stage's top documents re-read by the judge
+        if judge is not None and serves_route(judge):  # the first stage's top documents re-read by the judge
             routed = [[h.name for h in judged_route(index, r.prompt, q, judge, op.top_k, rrf_k=op.rrf_k).hits]
                       for r, q in zip(rows, qvecs, strict=True)]
             point = SHIPPED_POINT

@@ -39,6 +39,7 @@ from bosun.core.routing.route import (
     route,
     surface_phrases,
 )
+from bosun.server.judge_model import serves_route
 from bosun.server.services.changes import ChangeListeners
 
 log = logging.getLogger("bosun.policies")
@@ -505,7 +506,7 @@ class PolicyService:
         def work() -> RouteResult:
             # prompts are not persisted to the SQLite embedding cache: a commit per turn costs more
             # than it saves; the in-memory LRU still serves repeats
-            if judge is not None:  # the judge re-reads the first stage's top documents and decides admission
+            if judge is not None and serves_route(judge):  # the judge re-reads the first stage's top documents
                 vec = emb.embed([prompt])
                 with _blas().limit(limits=1, user_api="blas"):
                     return judged_route(served.index, prompt, vec[0], judge, op.top_k if top_k is None else top_k,
