@@ -196,48 +196,85 @@ async def bosun_phases(url: str, home: Path, pid: int, n: int, seconds: float, b
 
         await run_phase(small, clients, small_agent, pid)
 
-        async def mixed_agent(client: Any, i: int, stop_at: float) -> None:
-            rng = random.Random(i)
-            got = await client.call_tool("plan", {"mode": "start", "objective": f"agent {i} fixes a bug",
-                                                  "steps": ["reproduce", "fix", "test"]})
-            tid, version = got.structured_content["task_id"], got.structured_content["version"]
-            n_call = 0
-            while time.monotonic() < stop_at:
-                n_call += 1
-                marker = f"m-{i}-{n_call}"
-                body = f"{marker}\n" + "\n".join(f"{marker} line {j}: ok" for j in range(rng.randint(100, 2000)))
-                obs = await timed(mixed, client, "observe", {
-                    "task_id": tid, "kind": "result", "tool": "pytest", "args": {"k": marker}, "result": body})
-                if obs is None:
-                    continue
-                mixed.acknowledged.append(marker)
-                ref = obs.structured_content.get("ref")
-                if ref:
-                    await timed(mixed, client, "recall", {"ref": ref, "op": "grep", "pattern": "line 1",
-                                                          "task_id": tid})
-                upd = await timed(mixed, client, "plan", {
-                    "mode": "update", "task_id": tid, "based_on_version": version, "decisions": [f"{marker} done"]})
-                status = await client.call_tool("plan", {"mode": "status", "task_id": tid})
-                version = status.structured_content["version"] if upd is None else upd.structured_content["version"]
-                await timed(mixed, client, "precheck", {"task_id": tid, "tool": "bash",
-                                                        "args": {"cmd": f"pytest -k {marker}"}})
+        async def agent(client: Any, i: int, stop_at: float) -> None:
+            await mixed_agent(mixed, client, i, stop_at)
 
-        await run_phase(mixed, clients, mixed_agent, pid)
+        await run_phase(mixed, clients, agent, pid)
     journal = journal_markers(home / "bosun.db")
     mixed.lost = sum(1 for m in mixed.acknowledged if journal.get(m, 0) == 0)
     mixed.duplicated = sum(1 for m in mixed.acknowledged if journal.get(m, 0) > 1)
     return [small, mixed]
 
 
-def journal_markers(db: Path) -> Counter[str]:
-    """How many tool_result events carry each observe marker (the marker is the tool's args.k)."""
-    with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT payload_json FROM task_events WHERE kind IN ('tool_result', 'tool_failure')")
-        out: Counter[str] = Counter()
-        for (payload,) in rows:
-            args = json.loads(payload).get("args")
-            if isinstance(args, dict) and isinstance(args.get("k"), str):
-                out[args["k"]] += 1
+SELECT_CANDIDATES = [
+    "the failing test imports a module that was renamed in the last commit",
+    "the CI runner has 2 cores and a 10 minute limit per job",
+    "flaky network tests are marked and retried twice",
+    "the database migrations run before the test suite starts",
+    "the coverage report is uploaded after every merge to main",
+    "a disk full error on the runner fails the build with exit code 1",
+    "the linter runs on changed files only",
+    "the release notes are generated from the merged pull requests",
+]
+
+
+async def mixed_agent(phase: Phase, client: Any, i: int, stop_at: float, lines: tuple[int, int] = (100, 2000),
+                      last: str = "precheck", tag: str = "m") -> None:
+    """One agent of the mixed phase until ``stop_at``: observe a result of ``lines`` lines (each ~22 bytes;
+    offloaded when large), recall it by its short ref (grep), a plan update with ``based_on_version`` (a
+    stale version is a conflict: an answer, not a failure), then ``last``: a precheck, or a select_context
+    over a few candidate notes (the model's share of the mix). Every observe carries the marker
+    ``<tag>-<i>-<n>`` (its ``args.k``), so the journal can be audited against what was acknowledged."""
+    rng = random.Random(i)
+    got = await client.call_tool("plan", {"mode": "start", "objective": f"agent {i} fixes a bug",
+                                          "steps": ["reproduce", "fix", "test"]})
+    tid, version = got.structured_content["task_id"], got.structured_content["version"]
+    n_call = 0
+    while time.monotonic() < stop_at:
+        n_call += 1
+        marker = f"{tag}-{i}-{n_call}"
+        body = f"{marker}\n" + "\n".join(f"{marker} line {j}: ok" for j in range(rng.randint(*lines)))
+        obs = await timed(phase, client, "observe", {
+            "task_id": tid, "kind": "result", "tool": "pytest", "args": {"k": marker}, "result": body})
+        if obs is None:
+            continue
+        phase.acknowledged.append(marker)
+        ref = obs.structured_content.get("ref")
+        if ref:
+            await timed(phase, client, "recall", {"ref": ref, "op": "grep", "pattern": "line 1", "task_id": tid})
+        upd = await timed(phase, client, "plan", {
+            "mode": "update", "task_id": tid, "based_on_version": version, "decisions": [f"{marker} done"]})
+        if upd is None:
+            status = await client.call_tool("plan", {"mode": "status", "task_id": tid})
+            version = status.structured_content["version"] if not status.is_error else version
+        else:
+            version = upd.structured_content["version"]
+        if last == "select_context":
+            await timed(phase, client, "select_context", {
+                "goal": f"why does {marker} fail on the runner", "budget_tokens": 200,
+                "candidates": rng.sample(SELECT_CANDIDATES, 5)})
+        else:
+            await timed(phase, client, "precheck", {"task_id": tid, "tool": "bash",
+                                                    "args": {"cmd": f"pytest -k {marker}"}})
+
+
+def journal_markers(db: Path, database_url: str | None = None) -> Counter[str]:
+    """How many tool_result events carry each observe marker (the marker is the tool's args.k), read from
+    the SQLite file or, with ``database_url``, from PostgreSQL."""
+    sql = "SELECT payload_json FROM task_events WHERE kind IN ('tool_result', 'tool_failure')"
+    if database_url:
+        import psycopg
+
+        with psycopg.connect(database_url) as pg:
+            rows = pg.execute(sql).fetchall()
+    else:
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute(sql).fetchall()
+    out: Counter[str] = Counter()
+    for (payload,) in rows:
+        args = (payload if isinstance(payload, dict) else json.loads(payload)).get("args")
+        if isinstance(args, dict) and isinstance(args.get("k"), str):
+            out[args["k"]] += 1
     return out
 
 

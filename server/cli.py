@@ -175,6 +175,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         from bosun.server.home_check import EXIT_UNWRITABLE
 
         return EXIT_UNWRITABLE
+    if args.workers != 1 and not os.environ.get("BOSUN_WORKER_FD"):  # a worker runs this same command
+        from bosun.server.transport.workers import run_workers
+
+        return run_workers(config, args.workers, args.stdio)
     prefetch = _prefetch_model(config)  # before the imports below: they run beside the model load
     import anyio
 
@@ -274,6 +278,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=int, help="port (default $BOSUN_PORT or 8790; 0 picks a free one)")
     p.add_argument("--stdio", action="store_true", help="also serve MCP on stdin/stdout; exit on stdin EOF")
     p.add_argument("--no-http", action="store_true", help="serve stdio only (with --stdio)")
+    p.add_argument("--workers", type=int, default=1, metavar="N",
+                   help="N daemon processes on this one port, each with its own model (N > 1 needs "
+                        "BOSUN_DATABASE_URL; docs/scale.md)")
     _add_database_url(p)
     p.set_defaults(func=cmd_serve)
 

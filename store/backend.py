@@ -16,6 +16,7 @@ from pathlib import Path
 import aiosqlite
 
 from bosun.store.embeddings import EmbeddingStore
+from bosun.store.fleet import FleetStore, LocalFleet
 from bosun.store.idempotency import IdempotencyStore
 from bosun.store.refindex import RefIndex
 from bosun.store.refs import RefStore
@@ -41,6 +42,8 @@ class Stores:
     idempotency: IdempotencyStore
     conn: aiosqlite.Connection | None = None  # SQLite only: the writer connection
     reader: aiosqlite.Connection | None = None  # SQLite only: the read-only connection
+    fleet: FleetStore = field(default_factory=LocalFleet)  # every daemon on this state (store/fleet.py)
+    origin: str = ""  # PostgreSQL: this process's name in the fleet (its connections' application_name)
     _closers: list[Callable[[], Awaitable[None]]] = field(default_factory=list)
     _watch: Callable[[OnChange, OnGap | None], Awaitable[Callable[[], Awaitable[None]]]] | None = None
 
@@ -102,6 +105,7 @@ async def _open_sqlite(db_path: Path | str) -> Stores:
 async def _open_postgres(url: str) -> Stores:
     try:
         from bosun.store.pg_db import PgDatabase, redact_url
+        from bosun.store.pg_fleet import PgFleet
     except ImportError as exc:  # the driver is a dependency; a trimmed install says what is missing
         raise RuntimeError("BOSUN_DATABASE_URL needs psycopg 3 with its pool: pip install 'psycopg[binary,pool]'") \
             from exc
@@ -121,7 +125,7 @@ async def _open_postgres(url: str) -> Stores:
         return listener.aclose
 
     stores = Stores("postgresql", redact_url(url), PG_SCHEMA_VERSION, PgTaskStore(db), refs, PgRefIndex(db),
-                    PgEmbeddingStore(db), PgIdempotencyStore(db))
+                    PgEmbeddingStore(db), PgIdempotencyStore(db), fleet=PgFleet(db), origin=db.origin)
     stores._closers = [refs.aclose, db.close]
     stores._watch = watch
     return stores

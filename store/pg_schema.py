@@ -159,6 +159,26 @@ PG_MIGRATIONS: list[tuple[str, str]] = [
         END $$;
         """,
     ),
+    (
+        # every daemon sharing the database says it is alive every few seconds (store/fleet.py): the
+        # dashboard and `bosun stats` of any of them then show the fleet, not one process
+        "pg_0003_fleet",
+        """
+        CREATE TABLE bosun_daemons (
+            origin     TEXT PRIMARY KEY,
+            host       TEXT NOT NULL,
+            pid        INTEGER NOT NULL,
+            worker     INTEGER,
+            version    TEXT NOT NULL,
+            started_at DOUBLE PRECISION NOT NULL,
+            seen_at    DOUBLE PRECISION NOT NULL,
+            calls      BIGINT NOT NULL DEFAULT 0,
+            errors     BIGINT NOT NULL DEFAULT 0,
+            sessions   INTEGER NOT NULL DEFAULT 0,
+            rss_kb     BIGINT NOT NULL DEFAULT 0
+        );
+        """,
+    ),
 ]
 
 PG_SCHEMA_VERSION = len(PG_MIGRATIONS)

@@ -40,6 +40,7 @@ def render(s: dict[str, Any], max_tasks: int = 10) -> str:
     else:
         where = f"from the daemon: bosun {d.get('version', '?')}, up {d.get('uptime_s', 0) / 60:.0f} min"
     lines = [f"bosun stats  ({where})", ""]
+    lines += render_fleet(s.get("fleet"))
     cost = sav.get("cost_usd", {})
     lines += [
         f"Savings over {sav.get('tasks', 0)} task(s)",
@@ -87,8 +88,25 @@ def render(s: dict[str, Any], max_tasks: int = 10) -> str:
     return "\n".join(lines)
 
 
+def render_fleet(fleet: dict[str, Any] | None) -> list[str]:
+    """The daemons sharing this state (PostgreSQL: every sidecar and worker that beat recently)."""
+    if not fleet or not fleet.get("members"):
+        return []
+    if fleet.get("error"):
+        return [f"Fleet: unknown ({fleet['error']})", ""]
+    lines = [f"Fleet: {fleet['daemons']} daemon(s) on {fleet['hosts']} host(s): {_n(fleet['calls'])} calls, "
+             f"{_n(fleet['errors'])} failed, {fleet['sessions']} recent session(s)"]
+    for m in fleet["members"]:
+        worker = f" worker {m['worker']}" if m.get("worker") is not None else ""
+        state = "alive" if m["alive"] else "gone"
+        lines.append(f"  {m['host']} pid {m['pid']}{worker}  {state:<5} {_n(m['calls']):>9} calls "
+                     f"{_n(m['errors']):>6} failed {m['sessions']:>4} sessions {m['rss_kb'] / 1024:7.0f} MB")
+    return [*lines, ""]
+
+
 async def local_snapshot(config: Any) -> dict[str, Any]:
     """The snapshot built in this process from the store (no model loaded, no policy index)."""
+    from bosun.server.dashboard.fleet import fleet_snapshot
     from bosun.server.engine import Engine
     from bosun.server.services.stats import StatsService
 
@@ -102,6 +120,7 @@ async def local_snapshot(config: Any) -> dict[str, Any]:
     await engine.open(watch_policies=False)
     try:
         snap = await StatsService(engine).snapshot()
+        snap["fleet"] = await fleet_snapshot(engine)
     finally:
         await engine.close()
     snap["daemon"] = {"version": snap["daemon"].get("version"), "uptime_s": 0, "reachable": False,
@@ -123,7 +142,7 @@ def snapshot(config: Any) -> dict[str, Any] | None:
             return body
     except DaemonUnreachable:
         pass
-    if not config.db_path.exists():
+    if not config.database_url and not config.db_path.exists():
         return None
     snap = asyncio.run(local_snapshot(config))
     snap["source"] = "store"

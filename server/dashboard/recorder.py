@@ -14,6 +14,7 @@ import time
 from typing import Any
 
 from bosun.server import telemetry
+from bosun.server.dashboard.fleet import Tally
 from bosun.server.services.changes import ChangeListeners
 from bosun.server.services.stats import StatsService
 
@@ -90,6 +91,7 @@ class Recorder:
     def __init__(self, stats: StatsService) -> None:
         self.stats = stats
         self.changes = ChangeListeners("telemetry")
+        Tally.sessions = stats.sessions  # the fleet heartbeat counts this process's recent sessions
 
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         now = time.time()
@@ -116,6 +118,8 @@ class Recorder:
             self._record(str(name), args, result, error, (time.perf_counter() - started) * 1000)
 
     def _record(self, tool: str, args: dict[str, Any], result: Any, error: bool, ms: float) -> None:
+        Tally.calls += 1
+        Tally.errors += int(error)
         try:
             answer = _field(result, "structured_content", "structuredContent")
             answer = answer if isinstance(answer, dict) else {}

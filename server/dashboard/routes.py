@@ -26,6 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 
 from bosun.core.errors import BosunError
+from bosun.server.dashboard.fleet import fleet_snapshot
 from bosun.server.dashboard.recorder import Recorder
 from bosun.server.services.stats import StatsService
 
@@ -81,7 +82,9 @@ def add_routes(mcp: Any, engine: Any, stats: StatsService, recorder: Recorder) -
         return Response(_static(name), media_type=STATIC[name], headers=HEADERS)
 
     async def api_stats(request: Request) -> Response:
-        return JSONResponse(await stats.snapshot(), headers=HEADERS)
+        snapshot = await stats.snapshot()
+        snapshot["fleet"] = await fleet_snapshot(engine)  # every daemon on this state, not this one only
+        return JSONResponse(snapshot, headers=HEADERS)
 
     async def api_ref(request: Request) -> Response:
         ref = request.query_params.get("ref", "")

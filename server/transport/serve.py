@@ -27,6 +27,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 import bosun
 from bosun.server.app import create_server
 from bosun.server.config import Config
+from bosun.server.dashboard.fleet import heartbeat
 from bosun.server.engine import Engine
 from bosun.server.transport.daemon_file import (
     DaemonRunning,
@@ -36,6 +37,7 @@ from bosun.server.transport.daemon_file import (
 )
 from bosun.server.transport.http_guard import HttpGuard
 from bosun.server.transport.stdio import run_stdio
+from bosun.server.transport.workers import SessionTag, WorkerLink, serve_handed
 from bosun.store.private import tighten_home
 
 log = logging.getLogger("bosun.serve")
@@ -138,7 +140,13 @@ async def serve(
     engine: Engine | None = None,
     write_daemon: bool = True,
 ) -> None:
-    """Serve until stopped: SIGTERM/SIGINT, or stdin EOF when stdio is on."""
+    """Serve until stopped: SIGTERM/SIGINT, or stdin EOF when stdio is on.
+
+    A worker of ``bosun serve --workers N`` (``BOSUN_WORKER_FD`` set by its supervisor) takes no lock,
+    binds nothing and writes no ``daemon.json``: the supervisor does, and hands it connections."""
+    link = WorkerLink.from_env() if http else None
+    if link is not None:
+        write_daemon = False
     lock = None
     if http and write_daemon:  # one daemon per home: refuse before anything is written
         try:
@@ -146,13 +154,14 @@ async def serve(
         except DaemonRunning as exc:
             raise ServeError(str(exc)) from exc
     try:
-        await _serve(config, http, stdio, engine or Engine(config), write_daemon)
+        await _serve(config, http, stdio, engine or Engine(config), write_daemon, link)
     finally:
         if lock is not None:
             lock.close()  # the kernel would drop it at exit anyway; closing says we are done
 
 
-async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_daemon: bool) -> None:
+async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_daemon: bool,
+                 link: WorkerLink | None = None) -> None:
     tighten_home(config.home)  # 0700, and 0600 for the log and lock files a bridge created before us
     mcp = create_server(engine)
     stop = anyio.Event()
@@ -160,11 +169,14 @@ async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_
         app = http_app(mcp, config.host, config.token, body_limit(config.max_payload_bytes),
                        config.session_idle_timeout_s, config.max_sessions, config.home / BODY_SPOOL_DIR,
                        config.big_observe_bytes)
-        sock = bind_socket(config.host, config.port)
-        url = f"http://{_url_host(config.host)}:{sock.getsockname()[1]}/mcp"
+        if link is not None:
+            app = SessionTag(app, link.index)
+        sock = bind_socket(config.host, config.port) if link is None else None
+        url = f"http://{_url_host(config.host)}:{sock.getsockname()[1]}/mcp" if sock is not None else ""
     async with anyio.create_task_group() as tg:
         tg.start_soon(_watch_signals, stop)
         if http:
+            tg.start_soon(heartbeat, engine, link.index if link is not None else None, stop)
             uv = uvicorn.Server(
                 uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                                timeout_graceful_shutdown=0.5,  # type: ignore[arg-type]  # uvicorn takes a float
@@ -177,9 +189,18 @@ async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_
 
             async def run_http() -> None:
                 try:
-                    await uv.serve(sockets=[sock])
+                    await uv.serve(sockets=[sock] if sock is not None else [])
                 finally:
                     stop.set()
+
+            async def run_handed() -> None:  # a worker: connections come from the supervisor
+                assert link is not None
+                while not uv.started and not stop.is_set():
+                    await anyio.sleep(0.01)
+                try:
+                    await serve_handed(link, uv)
+                finally:
+                    stop.set()  # the supervisor is gone
 
             async def stop_http() -> None:
                 await stop.wait()
@@ -187,13 +208,19 @@ async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_
 
             tg.start_soon(run_http)
             tg.start_soon(stop_http)
+            if link is not None:
+                tg.start_soon(run_handed)
             if write_daemon:
                 while not uv.started and not stop.is_set():
                     await anyio.sleep(0.01)
                 write_daemon_file(config.home, url, config.token, bosun.__version__)
-            bound = sock.getsockname()
-            log.info("bosun %s serving %s (listening on %s, home %s)", bosun.__version__, url,
-                     _address(bound[0], bound[1]), config.home)
+            if sock is not None:
+                bound = sock.getsockname()
+                log.info("bosun %s serving %s (listening on %s, home %s)", bosun.__version__, url,
+                         _address(bound[0], bound[1]), config.home)
+            else:
+                log.info("bosun %s worker %d (pid %d) serving for its supervisor, home %s", bosun.__version__,
+                         link.index if link else -1, os.getpid(), config.home)
         try:
             if stdio:
                 await run_stdio(mcp)  # the SDK's stdio with the nesting rule; returns when the host closes stdin

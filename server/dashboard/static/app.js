@@ -192,6 +192,12 @@ function render(s) {
   ];
   if (d.model.error) facts.push(["model error", d.model.error]);
   fill("daemon-facts", facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  const fl = s.fleet || { members: [], daemons: 0, hosts: 0 };
+  $("fleet-count").textContent = fl.error ? `(unknown: ${fl.error})` : `(${fmt(fl.daemons)} daemon(s) on ${fmt(fl.hosts)} host(s) alive)`;
+  $("fleet").querySelector("tbody").replaceChildren(...fl.members.map((m) => el("tr", { class: m.alive ? "" : "muted" },
+    el("td", {}, m.host), el("td", { class: "num" }, String(m.pid)), el("td", { class: "num" }, m.worker == null ? "-" : String(m.worker)),
+    el("td", { class: "num" }, fmt(m.calls)), el("td", { class: "num" }, fmt(m.errors)), el("td", { class: "num" }, fmt(m.sessions)),
+    el("td", { class: "num" }, (m.rss_kb / 1024).toFixed(0)))));
   $("tools").querySelector("tbody").replaceChildren(...s.tools.map((t) => el("tr", {}, el("td", {}, t.tool),
     el("td", { class: "num" }, fmt(t.calls)), el("td", { class: "num" }, fmt(t.errors)), el("td", { class: "num" }, ms(t.p50_ms)))));
   $("telemetry").textContent = s.telemetry.enabled ? `on, ${fmt(s.telemetry.events)} events` : "off (BOSUN_TELEMETRY=off)";
