@@ -2,7 +2,30 @@
 
 The code lives in three layers installed under this namespace:
 ``bosun.core`` (pure logic), ``bosun.store`` (persistence) and
-``bosun.server`` (the MCP surface, the Engine, the CLI).
+``bosun.server`` (the MCP surface, the Engine, the CLI). Beside them, for
+applications: ``bosun.client`` (the daemon's tools as Python methods),
+``bosun.ProvenanceMiddleware`` (dokis's filter-and-audit object) and
+``bosun.adapters`` (LangChain, LlamaIndex).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+__all__ = ["ComplianceViolation", "ProvenanceConfig", "ProvenanceMiddleware", "__version__"]
+
+if TYPE_CHECKING:
+    from bosun.middleware import ComplianceViolation, ProvenanceConfig, ProvenanceMiddleware
+
+_LAZY = ("ComplianceViolation", "ProvenanceConfig", "ProvenanceMiddleware")
+
+
+def __getattr__(name: str) -> Any:
+    """``from bosun import ProvenanceMiddleware`` without importing the client for every ``bosun.*`` import."""
+    if name in _LAZY:
+        from bosun import middleware
+
+        return getattr(middleware, name)
+    raise AttributeError(f"module 'bosun' has no attribute {name!r}")
