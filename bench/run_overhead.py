@@ -82,7 +82,7 @@ def peak_rss_kb(argv: list[str], env: dict[str, str]) -> int:
 
 def post_latency(home: Path, daemon: dict[str, object], rounds: int) -> list[float]:
     """Milliseconds of one ``POST /v1/observe`` of a one-line spool, as ``bosun run`` sends it."""
-    from bosun.server.commands.hook import post_json
+    from bosun.server.commands._daemon import post_json
 
     url = str(daemon["url"]).replace("/mcp", "/v1/observe")
     token = daemon.get("token")
