@@ -36,6 +36,7 @@ from mcp.server import MCPServer
 from mcp.server.context import CallNext, ServerRequestContext
 from mcp.types import INVALID_PARAMS, CallToolResult, TextContent
 
+from bosun.core.errors import StorageError
 from bosun.server.engine import Engine
 from bosun.server.spooled_values import lookup
 from bosun.server.transport.stdio import refuse_marked
@@ -272,12 +273,18 @@ class Idempotency:
         self._inflight[key] = (lock, users + 1)
         try:
             async with lock:  # the same key twice at once: the second waits and gets the first's answer
-                record = await store.get(key)
+                try:
+                    record = await store.get(key)
+                except StorageError as exc:  # the database is unreachable: nothing was applied, say so
+                    return _tool_error(str(exc))
                 if record is not None:
                     return self._replay(record, print_)
                 result = await call_next(ctx)
                 if scope.used:
-                    await store.keep_answer(key, print_, self._keepable(result))
+                    try:
+                        await store.keep_answer(key, print_, self._keepable(result))
+                    except StorageError as exc:  # applied and keyed: a repeat gets {"already_applied": true}
+                        log.warning("the answer to idempotency key %s was not kept: %s", key, exc)
                 return result
         finally:
             lock, users = self._inflight[key]
