@@ -13,7 +13,6 @@ import ipaddress
 import logging
 import os
 import signal
-import socket
 import sys
 from collections.abc import Awaitable, Callable, MutableMapping
 from pathlib import Path
@@ -36,6 +35,7 @@ from bosun.server.transport.daemon_file import (
     write_daemon_file,
 )
 from bosun.server.transport.http_guard import HttpGuard
+from bosun.server.transport.listen import ServeError, bind_socket, bound_address, url_host
 from bosun.server.transport.stdio import run_stdio
 from bosun.server.transport.workers import SessionTag, WorkerLink, serve_handed
 from bosun.store.private import tighten_home
@@ -55,10 +55,6 @@ def body_limit(max_payload_bytes: int) -> int:
     at most ~2x; observe names the field when the payload itself is over) plus 1 MiB of envelope.
     Both the guard and the SDK's own body limit (4 MiB by default) get it."""
     return 2 * max_payload_bytes + (1 << 20)
-
-
-class ServeError(RuntimeError):
-    """The daemon cannot start as configured (the message says why)."""
 
 
 def is_loopback(host: str) -> bool:
@@ -95,20 +91,6 @@ class BearerAuth:
                 await send({"type": "http.response.body", "body": b'{"error":"missing or wrong bearer token"}'})
                 return
         await self.app(scope, receive, send)
-
-
-def bind_socket(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # proto set: asyncio then turns Nagle off
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError as exc:
-        sock.close()
-        raise ServeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; choose another --port") from exc
-    sock.listen(512)
-    sock.setblocking(False)
-    return sock
 
 
 def http_app(mcp: MCPServer[Any], host: str, token: str | None, max_body: int = DEFAULT_MAX_BODY,
@@ -172,7 +154,7 @@ async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_
         if link is not None:
             app = SessionTag(app, link.index)
         sock = bind_socket(config.host, config.port) if link is None else None
-        url = f"http://{_url_host(config.host)}:{sock.getsockname()[1]}/mcp" if sock is not None else ""
+        url = f"http://{url_host(config.host)}:{sock.getsockname()[1]}/mcp" if sock is not None else ""
     async with anyio.create_task_group() as tg:
         tg.start_soon(_watch_signals, stop)
         if http:
@@ -217,7 +199,7 @@ async def _serve(config: Config, http: bool, stdio: bool, engine: Engine, write_
             if sock is not None:
                 bound = sock.getsockname()
                 log.info("bosun %s serving %s (listening on %s, home %s)", bosun.__version__, url,
-                         _address(bound[0], bound[1]), config.home)
+                         bound_address(bound[0], bound[1]), config.home)
             else:
                 log.info("bosun %s worker %d (pid %d) serving for its supervisor, home %s", bosun.__version__,
                          link.index if link else -1, os.getpid(), config.home)
@@ -247,17 +229,6 @@ def _divert_stdout() -> None:
         pass
     os.dup2(2, 1)
     sys.stdout = sys.stderr
-
-
-def _address(host: str, port: int) -> str:
-    """``host:port`` as bound (``0.0.0.0:8790``, ``[::]:8790``): what the operator exposed, not what to dial."""
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-
-
-def _url_host(host: str) -> str:
-    if host in ("0.0.0.0", "::", ""):
-        return "127.0.0.1"
-    return f"[{host}]" if ":" in host else host
 
 
 async def _watch_signals(stop: anyio.Event) -> None:

@@ -407,11 +407,11 @@ async def supervise(config: Any, workers: int) -> None:
     """Bind, start the workers, route connections until SIGTERM/SIGINT/SIGHUP, stop the workers."""
     import bosun
     from bosun.server.transport.daemon_file import remove_daemon_file, write_daemon_file
-    from bosun.server.transport.serve import ServeError, _address, _url_host, bind_socket
+    from bosun.server.transport.listen import ServeError, bind_socket, bound_address, url_host
 
     sock = bind_socket(config.host, config.port)
     port = sock.getsockname()[1]
-    url = f"http://{_url_host(config.host)}:{port}/mcp"
+    url = f"http://{url_host(config.host)}:{port}/mcp"
     sup = Supervisor(workers, [sys.executable, "-m", "bosun", "serve"], worker_env(config),
                      [Worker(i) for i in range(workers)])
     loop = asyncio.get_running_loop()
@@ -446,7 +446,7 @@ async def supervise(config: Any, workers: int) -> None:
         if not stop.is_set():
             write_daemon_file(config.home, url, config.token, bosun.__version__)
             log.info("bosun %s serving %s with %d workers (listening on %s, home %s)", bosun.__version__, url,
-                     workers, _address(*sock.getsockname()[:2]), config.home)
+                     workers, bound_address(*sock.getsockname()[:2]), config.home)
         while not stop.is_set() and not sup.failed:
             stopped = loop.create_task(stop.wait())
             changed = loop.create_task(sup._changed.wait())
@@ -469,7 +469,7 @@ async def supervise(config: Any, workers: int) -> None:
 def run_workers(config: Any, workers: int, stdio: bool = False) -> int:
     """``bosun serve --workers N`` (N > 1): 0 on a clean stop, 2 when it cannot start."""
     from bosun.server.transport.daemon_file import DaemonRunning, hold_serve_lock
-    from bosun.server.transport.serve import ServeError
+    from bosun.server.transport.listen import ServeError
 
     try:
         check_workers(workers, config.database_url, stdio)
