@@ -213,6 +213,48 @@ def fever(rng: random.Random, n_nei: int, synth_share: float, context_share: flo
     return out
 
 
+_JOINS = ("{a}, and {b}", "{a}; {b}", "{a}. {B}", "{a}, while {b}", "{a}, and also {b}", "{A} and {b}")
+
+
+def _join(a: str, b: str, rng: random.Random) -> str:
+    a, b = a.rstrip(" ."), b.rstrip(" .")
+    return rng.choice(_JOINS).format(a=a, b=b, A=a, B=b) + "."
+
+
+def conjunctions(rng: random.Random, n: int) -> list[Pair]:
+    """Partial support without a seam to learn: two supported FEVER claims on a shared topic joined into one,
+    against a window holding both evidences (supported) or only one of them among other evidence (not enough
+    info), with the same joins on both sides, so the judge must check every part of the claim."""
+    rows = [r for r in read_jsonl(shared_dir() / "data" / "training" / "claim_verification.jsonl.gz")
+            if r["label"] == "supported"]
+    claims = [_fever_clean(r["claim"]) for r in rows]
+    evs = [_fever_clean(r["evidence"]) for r in rows]
+    by_key: dict[str, list[int]] = defaultdict(list)
+    for i, c in enumerate(claims):
+        for k in content_keys(c):
+            by_key[k].append(i)
+    out: list[Pair] = []
+    order = list(range(len(rows)))
+    rng.shuffle(order)
+    for i in order:
+        if len(out) >= n:
+            break
+        near = [j for k in content_keys(claims[i]) if len(by_key[k]) < 200 for j in by_key[k]
+                if j != i and evs[j] != evs[i]]
+        if not near:
+            continue
+        j = rng.choice(near)
+        other = evs[rng.randrange(len(evs))]
+        joined = _join(claims[i], claims[j], rng) if rng.random() < 0.5 else _join(claims[j], claims[i], rng)
+        both = [evs[i], evs[j], other]
+        rng.shuffle(both)
+        out.append(Pair(CLAIM, joined, evidence_window(joined, both)[0], SUPPORTED, "fever+conjunction"))
+        kept = [evs[i] if rng.random() < 0.5 else evs[j], other, evs[rng.randrange(len(evs))]]
+        rng.shuffle(kept)
+        out.append(Pair(CLAIM, joined, evidence_window(joined, kept)[0], NEI, "fever+conjunction_part_missing"))
+    return out
+
+
 def wice_pairs(rng: random.Random) -> list[Pair]:
     raw = {r["claim"]: r for r in read_jsonl(shared_dir() / "data" / "claims" / "wice-dev.jsonl.gz")}
     exs = [ex for ex in wice() if not holdout(ex.group)]

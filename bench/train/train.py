@@ -149,13 +149,15 @@ def route_pairs(encoder: torch.nn.Module, rng: random.Random, limit: int) -> lis
     return out
 
 
-def claim_pairs(rng: random.Random, limit: int, in_domain: bool) -> list[D.Pair]:
+def claim_pairs(rng: random.Random, limit: int, in_domain: bool, conjunctions: int = 0) -> list[D.Pair]:
     """FEVER, its synthetic variants and context windows; WiCE/ExpertQA's four fifths only with ``in_domain``
     (by default they stay out, so the audit's confidence model can be fitted on the judge's scores of claims
     the judge never saw)."""
     out = D.fever(rng, n_nei=4000, synth_share=0.5, context_share=0.4)
     if in_domain:
         out += D.wice_pairs(rng) + D.expertqa_pairs(rng)
+    if conjunctions:
+        out += D.conjunctions(rng, conjunctions)
     if limit:
         rng.shuffle(out)
         out = out[:limit]
@@ -211,6 +213,9 @@ def main() -> int:
     ap.add_argument("--in-domain", action="store_true",
                     help="also train on WiCE/ExpertQA's four fifths (then audit_train.py's judge arm is not clean)")
     ap.add_argument("--save-torch", type=Path, help="also save the trained state dict here (to continue later)")
+    ap.add_argument("--conjunctions", type=int, default=0,
+                    help="add this many joined-claim pairs (half supported, half with one part's evidence missing)")
+    ap.add_argument("--claims-only", action="store_true", help="train the claim head only (no relevance pairs)")
     ap.add_argument("--init", type=Path, help="start from this saved state dict (a judge trained before)")
     ap.add_argument("--layers", type=int, default=6,
                     help="keep the encoder's first N layers (a smaller, faster student: 3 halves the cost)")
@@ -220,7 +225,9 @@ def main() -> int:
     rng = random.Random(args.seed)
     t0 = time.time()
     encoder = AutoModel.from_pretrained(str(weights_dir()))
-    pairs = claim_pairs(rng, args.limit, args.in_domain) + route_pairs(encoder, rng, args.limit)
+    pairs = claim_pairs(rng, args.limit, args.in_domain, args.conjunctions)
+    if not args.claims_only:
+        pairs += route_pairs(encoder, rng, args.limit)
     card = D.card(pairs)
     print(f"{len(pairs)} pairs built in {time.time() - t0:.0f}s", file=sys.stderr, flush=True)
     model = CrossEncoder(encoder)
@@ -286,7 +293,8 @@ def main() -> int:
         "training": {"epochs": args.epochs, "batch": args.batch, "lr": args.lr, "seed": args.seed,
                      "steps": done, "planned_steps": len(plan), "minutes": round(minutes, 1),
                      "limit": args.limit, "frozen": "word embeddings",
-                     "in_domain": args.in_domain, "layers": args.layers,
+                     "in_domain": args.in_domain, "layers": args.layers, "conjunctions": args.conjunctions,
+                     "claims_only": args.claims_only,
                      "init": str(args.init) if args.init else "all-MiniLM-L6-v2", "claim_class_weight": [round(float(w), 3) for w in claim_weight]},
         "data": card,
         "licences": {"FEVER": "CC-BY-SA 3.0 (attribution: Thorne et al. 2018, FEVER)",
