@@ -10,13 +10,15 @@ applications: ``bosun.client`` (the daemon's tools as Python methods),
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+TYPE_CHECKING = False  # not typing's: `bosun stdio` imports this package on every attach, and typing costs ~8 ms
 
 __version__ = "0.1.0"
 
 __all__ = ["ComplianceViolation", "ProvenanceConfig", "ProvenanceMiddleware", "__version__"]
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from bosun.middleware import ComplianceViolation, ProvenanceConfig, ProvenanceMiddleware
 
 _LAZY = ("ComplianceViolation", "ProvenanceConfig", "ProvenanceMiddleware")
