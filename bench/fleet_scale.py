@@ -50,7 +50,6 @@ from store_backends import create_database, spawn_daemon, throwaway_cluster  # n
 from transport_bench import clean_env, stop, wait_daemon  # noqa: E402
 
 LINES = (230, 2300)  # ~22 bytes a line: 5-50 KB per observe
-OPEN_BATCH = 20  # sessions opened at once (initialize) before a phase
 
 
 @dataclass
@@ -100,10 +99,8 @@ async def phase(cfg: Config, n: int, seconds: float, tag: str) -> dict[str, Any]
 
     ph = Phase(cfg.name, n, seconds)
     async with AsyncExitStack() as stack:
-        clients: list[Any] = []
-        for start in range(0, n, OPEN_BATCH):
-            batch = range(start, min(n, start + OPEN_BATCH))
-            clients += await asyncio.gather(*(stack.enter_async_context(Client(cfg.url)) for _ in batch))
+        # opened one by one: an SDK client must be entered and left in the same task
+        clients = [await stack.enter_async_context(Client(cfg.url)) for _ in range(n)]
         procs = [*cfg.procs, *(Proc("postgres", p) for p in (pg_pids() if cfg.database_url else []))]
         me = os.getpid()
         cpu0 = {p.pid: safe_cpu(p.pid) for p in procs} | {me: safe_cpu(me)}
