@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import select
 import socket
 import time
 from collections.abc import AsyncIterator
@@ -45,23 +44,6 @@ CONNECT_TIMEOUT_S = 10
 
 async def _no_flush_wait(conn: psycopg.AsyncConnection[Any]) -> None:
     await conn.execute("SET synchronous_commit = off")
-
-
-async def _alive(conn: psycopg.AsyncConnection[Any]) -> None:
-    """The pool's check before it lends a connection: no round trip, one ``poll`` of the socket.
-
-    An idle pooled connection has nothing to read. When the server restarted (or a proxy dropped it),
-    its socket holds the server's goodbye or EOF: it is readable, so the pool discards it and lends
-    another, or opens a new one (waiting up to ``POOL_TIMEOUT_S`` while the server comes back). A
-    statement is then never sent down a connection already known dead, so a restart of PostgreSQL
-    between two calls costs the next call nothing but a reconnect."""
-    if conn.closed:
-        raise psycopg.OperationalError("the connection is closed")
-    fd = conn.pgconn.socket
-    poller = select.poll()
-    poller.register(fd, select.POLLIN | select.POLLERR | select.POLLHUP)
-    if poller.poll(0):
-        raise psycopg.OperationalError("the server closed the connection")
 
 
 def new_origin() -> str:
@@ -123,13 +105,13 @@ class PgDatabase:
         self.origin = origin or new_origin()
         kwargs = {"autocommit": True, "application_name": self.origin, "connect_timeout": CONNECT_TIMEOUT_S}
         self.pool = AsyncConnectionPool(url, min_size=POOL_MIN, max_size=max_size, timeout=POOL_TIMEOUT_S,
-                                        open=False, kwargs=kwargs, check=_alive, name="bosun")
+                                        open=False, kwargs=kwargs, name="bosun")
         # blob writes commit without waiting for the WAL flush: a blob is content-addressed and only matters
         # once a journal event names it, and that event's own (synchronous) commit flushes the WAL through
         # the blob's earlier commit record. A server crash can lose only blobs nothing durable points at yet;
         # observe pays one flush, not two.
         self.blob_pool = AsyncConnectionPool(url, min_size=POOL_MIN, max_size=BLOB_POOL_MAX, timeout=POOL_TIMEOUT_S,
-                                             open=False, kwargs=kwargs, configure=_no_flush_wait, check=_alive,
+                                             open=False, kwargs=kwargs, configure=_no_flush_wait,
                                              name="bosun-blobs")
 
     async def open(self) -> None:
