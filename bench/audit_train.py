@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from audit_data import Example, expertqa, holdout, strict_label, wice
 from audit_features import SHIFT_K, EmbedCache, JudgeCache, features, shifted
 
-from bosun.core.audit.judged import JUDGE_FEATURES, REFUTED_BAR
+from bosun.core.audit.judged import JUDGE_FEATURES, JudgeReading, judge_refutes
 from bosun.core.audit.match import (
     ALIGN_MEASURED,
     ALIGNED_FEATURES,
@@ -154,8 +154,8 @@ def judge_refutes_row(r: dict[str, float]) -> bool:
     """core/audit/judged.py judge_refutes on a feature row (P(supported) back from its logit)."""
     if not r.get("judge_read"):
         return False
-    p_sup = 1 / (1 + np.exp(-r["judge_sup"]))
-    return bool(r["judge_ref"] >= REFUTED_BAR and r["judge_ref"] >= p_sup)
+    p_sup = float(1 / (1 + np.exp(-r["judge_sup"])))
+    return judge_refutes(JudgeReading(p_sup, r["judge_ref"], max(0.0, 1 - p_sup - r["judge_ref"]), ()))
 
 
 def dev_rows(emb: EmbedCache | None, part: str = "dev") -> tuple[list[Example], list[dict[str, float]], np.ndarray]:
@@ -237,7 +237,6 @@ def fit_json(x: np.ndarray, y: np.ndarray, names: tuple[str, ...], sets: np.ndar
 
 def judge_cache() -> JudgeCache:
     """The judge whose readings the judged arm is fitted on: ``--judge-dir DIR``, else the shipped one."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     from judge_route_eval import load_judge
 
     from bosun.server.judge_model import shipped_dir
